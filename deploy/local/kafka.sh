@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Local single-node Kafka (KRaft, broker+controller in one JVM) for development and tests.
+#
+#   deploy/local/kafka.sh start|stop|status
+#
+# start: if something already answers at KAFKA_BROKERS (first entry, default 127.0.0.1:9092)
+#        it is used as is. Otherwise the broker jars are fetched from Maven Central once
+#        (into $STACK_DIR/kafka/lib), the data dir is formatted once, and a broker is started
+#        in the background (PID in $STACK_DIR/kafka/kafka.pid, output in kafka.log).
+#        If it does not answer within 90 s, the tail of kafka.log is printed and we exit 1.
+# stop:  stops only a broker that this script started (by the PID in kafka.pid).
+# status: says whether the broker answers and whether we started it; exit 1 if it does not answer.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+STACK_DIR="${STACK_DIR:-$(cd "$HERE/../.." && pwd)/.stack}"
+DIR="$STACK_DIR/kafka"
+LIB="$DIR/lib"
+PIDFILE="$DIR/kafka.pid"
+LOG="$DIR/kafka.log"
+PROPS="$DIR/server.properties"
+
+BROKER="${KAFKA_BROKERS:-127.0.0.1:9092}"
+BROKER="${BROKER%%,*}"   # first host:port of a comma-separated list
+BROKER="${BROKER#*://}"  # tolerate a PLAINTEXT:// prefix
+HOST="${BROKER%:*}"
+PORT="${BROKER##*:}"
+CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
+
+# shellcheck disable=SC2034 # NOUN and ENDPOINT are read by daemon.sh
+NOUN=broker ENDPOINT="$HOST:$PORT"
+# shellcheck source=daemon.sh
+source "$HERE/daemon.sh"
+
+say() { echo "kafka: $*"; }
+
+# true if something accepts TCP connections at HOST:PORT (bash /dev/tcp; nc is not always installed)
+answers() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$PORT" 2>/dev/null; }
+
+# true if PID is a live (non-zombie) broker started with our server.properties
+ours() { [[ $1 =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "kafka.Kafka $PROPS"; }
+
+
+fail() {
+  say "$*"
+  if [[ -f $LOG ]]; then
+    say "last 30 lines of $LOG:"
+    tail -n 30 "$LOG"
+  fi
+  exit 1
+}
+
+fetch_jars() {
+  if compgen -G "$LIB/kafka_2.13-*.jar" >/dev/null; then return 0; fi
+  say "downloading broker jars from Maven Central (first start only)..."
+  rm -rf "$LIB.tmp"
+  mvn -B -q -f "$HERE/kafka-pom.xml" dependency:copy-dependencies -DoutputDirectory="$LIB.tmp" \
+    >"$DIR/mvn.log" 2>&1 || { tail -n 30 "$DIR/mvn.log"; fail "downloading the broker jars failed"; }
+  rm -rf "$LIB"
+  mv "$LIB.tmp" "$LIB"
+}
+
+write_config() {
+  mkdir -p "$DIR/data"
+  cat >"$PROPS" <<EOF
+# Written by deploy/local/kafka.sh on every start: edit the script, not this file.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$HOST:$PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs=$DIR/data
+num.partitions=3
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+EOF
+  # Warnings and errors only, plus the one line that says the server is up.
+  cat >"$DIR/log4j.properties" <<'EOF'
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.server.KafkaRaftServer=INFO
+EOF
+}
+
+java_run() { java -Dlog4j.configuration="file:$DIR/log4j.properties" -cp "$LIB/*" "$@"; }
+
+format_storage() {
+  if [[ -f $DIR/data/meta.properties ]]; then return 0; fi
+  if [[ ! -s $DIR/cluster.id ]]; then
+    java_run kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 >"$DIR/cluster.id"
+  fi
+  say "formatting $DIR/data (cluster id $(cat "$DIR/cluster.id"))"
+  java_run kafka.tools.StorageTool format -t "$(cat "$DIR/cluster.id")" -c "$PROPS" >"$LOG" 2>&1 ||
+    fail "formatting the data dir failed"
+}
+
+start() {
+  if answers; then
+    say "using existing broker at $HOST:$PORT"
+    return 0
+  fi
+  local pid
+  pid="$(our_pid)"
+  if [[ -n $pid ]]; then
+    say "broker we started (pid $pid) is not answering yet; waiting for it"
+  else
+    clear_stale_pidfile
+    mkdir -p "$DIR"
+    fetch_jars
+    write_config
+    format_storage
+    say "starting broker at $HOST:$PORT (controller 127.0.0.1:$CONTROLLER_PORT, log $LOG)"
+    spawn_detached "$LOG" java -Xmx512m -Xms256m -Dlog4j.configuration="file:$DIR/log4j.properties" \
+      -cp "$LIB/*" kafka.Kafka "$PROPS"
+    pid=$SPAWNED_PID
+  fi
+  local deadline=$((SECONDS + 90))
+  # The port is bound a moment before requests are served: also wait for "Kafka Server started".
+  until answers && grep -q 'Kafka Server started' "$LOG" 2>/dev/null; do
+    ours "$pid" || { rm -f "$PIDFILE"; fail "broker exited during startup"; }
+    ((SECONDS < deadline)) || fail "broker did not answer at $HOST:$PORT within 90 s (pid $pid left running; use stop)"
+    sleep 0.5
+  done
+  say "broker ready at $HOST:$PORT (pid $pid)"
+}
+
+
+case "${1:-}" in
+  start | stop | status) "$1" ;;
+  *)
+    echo "usage: $0 start|stop|status" >&2
+    exit 2
+    ;;
+esac

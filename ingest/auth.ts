@@ -1,0 +1,96 @@
+/**
+ * writeKey -> workspaceId. Pure: reads header values, never the network. A missing, malformed,
+ * conflicting or unknown key is a value (`AuthResult`), which the app answers with 401.
+ */
+import { createHash } from "node:crypto";
+import type { WriteKeyEntry } from "../schemas/config";
+
+/** The header values a key may come in (lower-case names, as Node gives them). */
+export interface AuthHeaders {
+  authorization?: string | string[];
+  publicwritekey?: string | string[];
+}
+
+/** Outcome of reading the writeKey from a request. */
+export type WriteKeyResult =
+  | { ok: true; writeKey: string }
+  | { ok: false; reason: "missing" | "malformed" | "conflict" };
+
+/** Outcome of authenticating a request. */
+export type AuthResult =
+  | { ok: true; workspaceId: string }
+  | { ok: false; reason: "missing" | "malformed" | "conflict" | "unknown" };
+
+/**
+ * Reads the writeKey from `Authorization: Basic <base64>` (the decoded text with one trailing ':'
+ * removed: Segment's `key:` and Dittofeed's `keyId:secret` forms), `Authorization: Bearer <key>`,
+ * or `PublicWriteKey: <key>` (the spec's header; a Basic/Bearer scheme word there is read the same
+ * way). When several are sent they must name the same key, else `conflict`.
+ */
+export function writeKeyFromHeaders(headers: AuthHeaders): WriteKeyResult {
+  const found: string[] = [];
+  for (const raw of [headers.authorization, headers.publicwritekey]) {
+    if (raw === undefined) continue;
+    const value = Array.isArray(raw) ? raw[0] : raw;
+    if (value === undefined || value.trim() === "") continue;
+    const key = keyFromHeaderValue(value.trim());
+    if (key === undefined) return { ok: false, reason: "malformed" };
+    found.push(key);
+  }
+  if (found.length === 0) return { ok: false, reason: "missing" };
+  if (found.some((k) => k !== found[0])) return { ok: false, reason: "conflict" };
+  return { ok: true, writeKey: found[0]! };
+}
+
+/** `Basic <b64>` | `Bearer <key>` | `<key>` -> the key, or undefined when malformed. */
+function keyFromHeaderValue(value: string): string | undefined {
+  const space = value.indexOf(" ");
+  const scheme = space < 0 ? "" : value.slice(0, space).toLowerCase();
+  if (scheme === "basic") return decodeBasic(value.slice(space + 1).trim());
+  if (scheme === "bearer") return nonEmpty(value.slice(space + 1).trim());
+  if (space >= 0 || /^(basic|bearer)$/i.test(value)) return undefined; // unknown scheme, or no credentials
+  return value;
+}
+
+/** Strict base64 (RFC 4648, padding optional) to UTF-8 text, one trailing ':' removed. */
+function decodeBasic(b64: string): string | undefined {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.replace(/=+$/, "").length % 4 === 1) {
+    return undefined;
+  }
+  const text = Buffer.from(b64, "base64").toString("utf8");
+  if (text.includes("\uFFFD")) return undefined; // not UTF-8
+  return nonEmpty(text.endsWith(":") ? text.slice(0, -1) : text);
+}
+
+function nonEmpty(text: string): string | undefined {
+  return text.length > 0 ? text : undefined;
+}
+
+/**
+ * The configured keys, held as SHA-256 digests: a lookup hashes the presented key, so no
+ * comparison leaks how much of a key matched and the plain keys need not stay in memory.
+ */
+export class WriteKeys {
+  private readonly byDigest = new Map<string, string>();
+
+  constructor(entries: readonly WriteKeyEntry[]) {
+    for (const { writeKey, workspaceId } of entries) this.byDigest.set(digest(writeKey), workspaceId);
+  }
+
+  /** The workspaceId of a key, or undefined when it is not configured. */
+  workspaceOf(writeKey: string): string | undefined {
+    return this.byDigest.get(digest(writeKey));
+  }
+
+  /** Reads the key from the headers and looks it up. */
+  authenticate(headers: AuthHeaders): AuthResult {
+    const key = writeKeyFromHeaders(headers);
+    if (!key.ok) return key;
+    const workspaceId = this.workspaceOf(key.writeKey);
+    return workspaceId === undefined ? { ok: false, reason: "unknown" } : { ok: true, workspaceId };
+  }
+}
+
+function digest(writeKey: string): string {
+  return createHash("sha256").update(writeKey, "utf8").digest("hex");
+}

@@ -1,0 +1,53 @@
+/**
+ * Request bodies -> typed messages or a list of issues, each naming one bad field. Pure; the
+ * checks themselves are the typia guards of schemas/guards.ts.
+ */
+import type { IValidation } from "typia";
+import {
+  validateBatchBody,
+  validateIdentified,
+  validateIdentifyBody,
+} from "../schemas/guards";
+import type { BatchBody, IdentifyBody } from "../schemas/messages";
+
+/** One bad field: its path in the body (`batch[2].event`) and what was expected there. */
+export interface ValidationIssue {
+  path: string;
+  expected: string;
+}
+
+/** A validated body, or every issue found in it. */
+export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
+
+/** Checks a batch body; every item must pass, or the whole body is refused. */
+export function validateBatch(body: unknown): Validation<BatchBody> {
+  const result = validateBatchBody(body);
+  if (!result.success) return { ok: false, issues: toIssues(result) };
+  const issues = result.data.batch.flatMap((item, i) => identityIssues(item, `batch[${i}]`));
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, value: result.data };
+}
+
+/** Checks an identify body (spec §2.1). */
+export function validateIdentify(body: unknown): Validation<IdentifyBody> {
+  const result = validateIdentifyBody(body);
+  if (!result.success) return { ok: false, issues: toIssues(result) };
+  const issues = identityIssues(result.data, "");
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, value: result.data };
+}
+
+/** Segment's rule: a message must name a userId or an anonymousId. */
+function identityIssues(message: unknown, at: string): ValidationIssue[] {
+  return validateIdentified(message).success
+    ? []
+    : [{ path: at === "" ? "userId" : `${at}.userId`, expected: "userId or anonymousId (one is required)" }];
+}
+
+function toIssues(result: IValidation.IFailure): ValidationIssue[] {
+  return result.errors.map((e) => ({ path: bodyPath(e.path), expected: e.expected }));
+}
+
+/** typia's `$input.batch[0].event` -> `batch[0].event`; the body itself is `$`. */
+function bodyPath(path: string): string {
+  if (path === "$input") return "$";
+  return path.startsWith("$input.") ? path.slice("$input.".length) : path.replace(/^\$input/, "$");
+}

@@ -1,0 +1,184 @@
+/**
+ * Settings of every process, read from the environment once at start, checked by a typia guard
+ * and passed down as arguments. Nothing below main reads process.env. A bad value throws at
+ * start (typia's TypeGuardError naming the field), never later.
+ */
+import typia, { tags } from "typia";
+
+type Port = number & tags.Type<"uint32"> & tags.Minimum<1> & tags.Maximum<65535>;
+type Positive = number & tags.Type<"uint32"> & tags.Minimum<1>;
+type Name = string & tags.MinLength<1>;
+
+/** Where Kafka is and what the topics are called; shared by every process. */
+export interface KafkaConfig {
+  /** host:port list (env KAFKA_BROKERS, comma-separated). */
+  brokers: Name[] & tags.MinItems<1>;
+  /** Topic of accepted messages (env KAFKA_TOPIC). */
+  topic: Name;
+  /** Dead-letter topic of records the sink cannot store (env KAFKA_DLQ_TOPIC). */
+  dlqTopic: Name;
+  /** kafkajs clientId (env KAFKA_CLIENT_ID). */
+  clientId: Name;
+}
+
+/** Where ClickHouse is and which table holds the events. */
+export interface ClickHouseConfig {
+  /** HTTP interface (env CLICKHOUSE_URL). */
+  url: Name;
+  /** env CLICKHOUSE_USER, CLICKHOUSE_PASSWORD. */
+  username: Name;
+  password: string;
+  /** env CLICKHOUSE_DATABASE. */
+  database: Name;
+  /** env CLICKHOUSE_TABLE. */
+  table: Name;
+}
+
+/** One writeKey and the workspace it belongs to. */
+export interface WriteKeyEntry {
+  writeKey: Name;
+  workspaceId: Name;
+}
+
+/** Settings of the ingest service. */
+export interface IngestConfig {
+  /** Listen address (env INGEST_HOST, INGEST_PORT). */
+  host: Name;
+  port: Port;
+  /** env WRITE_KEYS: `key=workspaceId` pairs, comma-separated. */
+  writeKeys: WriteKeyEntry[];
+  /** Largest request body in bytes, after decompression (env MAX_REQUEST_BYTES; Segment: 500 KB). */
+  maxRequestBytes: Positive;
+  /** How long records wait to be sent together, ms (env PRODUCE_LINGER_MS). */
+  produceLingerMs: number & tags.Type<"uint32">;
+  /** Most records in one sendBatch (env PRODUCE_MAX_BATCH). */
+  produceMaxBatch: Positive;
+  /** Deadline for the broker's ack of a request's records, ms; past it the answer is 503 (env PRODUCE_TIMEOUT_MS). */
+  produceTimeoutMs: Positive;
+  /** Retry-After seconds sent with a 503 (env RETRY_AFTER_SECONDS). */
+  retryAfterSeconds: Positive;
+  kafka: KafkaConfig;
+}
+
+/** Settings of the sink consumer. */
+export interface SinkConfig {
+  /** Consumer group (env SINK_GROUP_ID). */
+  groupId: Name;
+  /** Rows per partition batch that trigger a flush (env SINK_BATCH_ROWS). */
+  batchRows: Positive;
+  /** Oldest row's age that triggers a flush, ms (env SINK_BATCH_WAIT_MS). */
+  batchWaitMs: Positive;
+  /** Insert retry backoff: first and largest wait, ms (env SINK_RETRY_MIN_MS, SINK_RETRY_MAX_MS). */
+  retryMinMs: Positive;
+  retryMaxMs: Positive;
+  /**
+   * Consumer group session timeout, ms (env SINK_SESSION_TIMEOUT_MS; Kafka's floor is 6000). A
+   * sink that dies is replaced after this long; heartbeats go every tenth of it, at most 3 s.
+   */
+  sessionTimeoutMs: number & tags.Type<"uint32"> & tags.Minimum<6000>;
+  /** How long a stop may wait for ClickHouse before giving up uncommitted, ms (env SINK_STOP_TIMEOUT_MS). */
+  stopTimeoutMs: Positive;
+  /** Test hook (env SINK_CRASH_AFTER_INSERT=1): SIGKILL itself after an insert, before the commit. */
+  crashAfterInsert: boolean;
+  kafka: KafkaConfig;
+  clickhouse: ClickHouseConfig;
+}
+
+/** Settings of the one-shot setup: topics and ClickHouse migrations. */
+export interface SetupConfig {
+  /** Partitions of a topic it creates (env KAFKA_TOPIC_PARTITIONS). */
+  partitions: Positive;
+  kafka: KafkaConfig;
+  clickhouse: ClickHouseConfig;
+}
+
+/** The environment as given to a process. */
+export type Env = Record<string, string | undefined>;
+
+/** Parses KAFKA_* settings. */
+export function kafkaConfig(env: Env): KafkaConfig {
+  return {
+    brokers: list(env.KAFKA_BROKERS ?? "127.0.0.1:9092"),
+    topic: env.KAFKA_TOPIC ?? "events",
+    dlqTopic: env.KAFKA_DLQ_TOPIC ?? "events-dlq",
+    clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
+  };
+}
+
+/** Parses CLICKHOUSE_* settings. */
+export function clickhouseConfig(env: Env): ClickHouseConfig {
+  return {
+    url: env.CLICKHOUSE_URL ?? "http://127.0.0.1:8123",
+    username: env.CLICKHOUSE_USER ?? "default",
+    password: env.CLICKHOUSE_PASSWORD ?? "",
+    database: env.CLICKHOUSE_DATABASE ?? "default",
+    table: env.CLICKHOUSE_TABLE ?? "events",
+  };
+}
+
+/** Parses and checks the ingest settings. Throws TypeGuardError on a bad value. */
+export function ingestConfig(env: Env): IngestConfig {
+  return typia.assert<IngestConfig>({
+    host: env.INGEST_HOST ?? "127.0.0.1",
+    port: int(env.INGEST_PORT, 3000),
+    writeKeys: parseWriteKeys(env.WRITE_KEYS ?? ""),
+    maxRequestBytes: int(env.MAX_REQUEST_BYTES, 500 * 1024),
+    produceLingerMs: int(env.PRODUCE_LINGER_MS, 5),
+    produceMaxBatch: int(env.PRODUCE_MAX_BATCH, 10_000),
+    produceTimeoutMs: int(env.PRODUCE_TIMEOUT_MS, 10_000),
+    retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
+    kafka: kafkaConfig(env),
+  });
+}
+
+/** Parses and checks the sink settings. Throws TypeGuardError on a bad value. */
+export function sinkConfig(env: Env): SinkConfig {
+  return typia.assert<SinkConfig>({
+    groupId: env.SINK_GROUP_ID ?? "events-sink",
+    batchRows: int(env.SINK_BATCH_ROWS, 10_000),
+    batchWaitMs: int(env.SINK_BATCH_WAIT_MS, 1_000),
+    retryMinMs: int(env.SINK_RETRY_MIN_MS, 200),
+    retryMaxMs: int(env.SINK_RETRY_MAX_MS, 10_000),
+    sessionTimeoutMs: int(env.SINK_SESSION_TIMEOUT_MS, 30_000),
+    stopTimeoutMs: int(env.SINK_STOP_TIMEOUT_MS, 20_000),
+    crashAfterInsert: env.SINK_CRASH_AFTER_INSERT === "1",
+    kafka: kafkaConfig(env),
+    clickhouse: clickhouseConfig(env),
+  });
+}
+
+/** Parses and checks the setup settings. Throws TypeGuardError on a bad value. */
+export function setupConfig(env: Env): SetupConfig {
+  return typia.assert<SetupConfig>({
+    partitions: int(env.KAFKA_TOPIC_PARTITIONS, 3),
+    kafka: kafkaConfig(env),
+    clickhouse: clickhouseConfig(env),
+  });
+}
+
+/**
+ * Parses WRITE_KEYS: `key=workspaceId` pairs separated by commas; blanks ignored. The last `=`
+ * splits, so a key may itself contain `=` (base64 padding). Entries without `=` are kept with an
+ * empty workspaceId, which the guard then rejects by name.
+ */
+export function parseWriteKeys(text: string): WriteKeyEntry[] {
+  return list(text).map((pair) => {
+    const at = pair.lastIndexOf("=");
+    return at < 0
+      ? { writeKey: pair, workspaceId: "" }
+      : { writeKey: pair.slice(0, at).trim(), workspaceId: pair.slice(at + 1).trim() };
+  });
+}
+
+function list(text: string): string[] {
+  return text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** An integer setting; NaN (which the guard rejects) when the text is not a whole number. */
+function int(text: string | undefined, fallback: number): number {
+  if (text === undefined || text.trim() === "") return fallback;
+  return /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;
+}

@@ -1,0 +1,33 @@
+/**
+ * One row of the ClickHouse `events` table, as the sink inserts it (JSONEachRow). Column names
+ * are snake_case; free-form objects are JSON text. Times are ISO 8601 strings parsed by the
+ * server with `date_time_input_format=best_effort` (DateTime64(3) on current ClickHouse, whole
+ * seconds on 18.16).
+ */
+export interface EventRow {
+  workspace_id: string;
+  message_id: string;
+  type: string;
+  /** track: the event name; '' otherwise. */
+  event: string;
+  /** page/screen: the name; '' otherwise. */
+  name: string;
+  user_id: string;
+  anonymous_id: string;
+  /** group: the groupId; '' otherwise. */
+  group_id: string;
+  /** alias: the previousId; '' otherwise. */
+  previous_id: string;
+  /** When it happened (client timestamp, or receivedAt when the client sent none). */
+  timestamp: string;
+  /** When the client sent the request, or null. */
+  sent_at: string | null;
+  /** When the ingest received it. Also the ReplacingMergeTree version: the latest retry wins. */
+  received_at: string;
+  /** JSON text of properties (track/page/screen), '{}' when absent. */
+  properties: string;
+  /** JSON text of traits (identify/group), '{}' when absent. */
+  traits: string;
+  /** JSON text of context, '{}' when absent. */
+  context: string;
+}

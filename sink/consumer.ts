@@ -1,0 +1,141 @@
+/**
+ * The kafkajs consumer loop: fetch -> decode -> per-partition batch -> insert -> DLQ -> commit.
+ * Offsets are committed only after ClickHouse acknowledged the insert (and the DLQ the dead
+ * letters), so a crash at any point replays from the last commit; the replayed rows carry the
+ * same messageId and collapse under FINAL. While ClickHouse is down the insert retries with
+ * backoff, the partition's batch fills, and fetching waits (backpressure); nothing is committed.
+ */
+import type { Consumer, EachBatchPayload } from "kafkajs";
+import type { Logger } from "pino";
+import { PartitionBatches, type DeadLetter, type PartitionBatch } from "./batch";
+import { decode } from "./decode";
+import { insertOrSplit, retry, type InsertRows } from "./writer";
+
+/** What the loop needs. */
+export interface LoopDeps {
+  consumer: Consumer;
+  topic: string;
+  insert: InsertRows;
+  sendDeadLetters: (letters: DeadLetter[]) => Promise<void>;
+  batchRows: number;
+  batchWaitMs: number;
+  retryMinMs: number;
+  retryMaxMs: number;
+  /** Test hook: SIGKILL the process after an insert, before its commit. */
+  crashAfterInsert: boolean;
+  log: Logger;
+}
+
+/** A running loop. */
+export interface RunningLoop {
+  /**
+   * Stops fetching, flushes and commits every open batch, then disconnects. If `abortAfterMs`
+   * passes first (ClickHouse down), pending retries give up and nothing more is committed:
+   * those records are read again by the next consumer.
+   */
+  stop: (abortAfterMs: number) => Promise<void>;
+}
+
+/** Subscribes and runs the loop until stopped. */
+export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
+  const { consumer, topic, log } = deps;
+  const batches = new PartitionBatches({ maxRows: deps.batchRows, maxWaitMs: deps.batchWaitMs });
+  const chains = new Map<number, Promise<void>>();
+  const abort = new AbortController();
+  let heartbeat: () => Promise<void> = async () => {};
+  let stopping = false;
+  let inBatch: Promise<void> = Promise.resolve();
+
+  const retryOptions = (what: string) => ({
+    minMs: deps.retryMinMs,
+    maxMs: deps.retryMaxMs,
+    signal: abort.signal,
+    onRetry: async (error: unknown, attempt: number, waitMs: number) => {
+      log.warn({ err: error, attempt, waitMs }, `${what} failed; retrying`);
+      await heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
+    },
+  });
+
+  const write = async (batch: PartitionBatch) => {
+    const refused = await retry(() => insertOrSplit(deps.insert, batch.items), retryOptions("insert"));
+    const letters = [...batch.deadLetters, ...refused];
+    if (letters.length > 0) {
+      await retry(() => deps.sendDeadLetters(letters), retryOptions("DLQ send"));
+      log.warn({ partition: batch.partition, count: letters.length }, "records sent to the DLQ");
+    }
+    if (deps.crashAfterInsert) process.kill(process.pid, "SIGKILL");
+    // commitOffset = offset + 1: the committed offset is the next record to read.
+    const offset = (BigInt(batch.lastOffset) + 1n).toString();
+    try {
+      await consumer.commitOffsets([{ topic, partition: batch.partition, offset }]);
+    } catch (error) {
+      // The rows are stored; a lost commit only means they are read and collapsed again.
+      log.warn({ err: error, partition: batch.partition, offset }, "commit failed; records will be replayed");
+    }
+    log.debug({ partition: batch.partition, rows: batch.items.length, offset }, "flushed");
+  };
+
+  /** Flushes a partition's open batch after any flush of it already under way. */
+  const flush = (partition: number): Promise<void> => {
+    const previous = chains.get(partition) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const batch = batches.take(partition);
+      if (batch !== undefined) await write(batch);
+    });
+    const settled = next.catch((error: unknown) => {
+      if (!abort.signal.aborted) log.error({ err: error, partition }, "flush failed");
+    });
+    chains.set(partition, settled);
+    return next;
+  };
+
+  const eachBatch = async ({ batch, resolveOffset, heartbeat: beat, isRunning, isStale }: EachBatchPayload) => {
+    heartbeat = beat;
+    for (const message of batch.messages) {
+      if (stopping || !isRunning() || isStale()) break;
+      const decoded = decode(message.value);
+      const now = Date.now();
+      const full = decoded.ok
+        ? batches.addRow({ row: decoded.row, partition: batch.partition, offset: message.offset, key: message.key, value: message.value }, now)
+        : batches.addDeadLetter({ partition: batch.partition, offset: message.offset, key: message.key, value: message.value, reason: decoded.reason, step: "decode" }, now);
+      // Resolving lets the fetch move on; the commit still waits for the insert.
+      resolveOffset(message.offset);
+      if (full) await flush(batch.partition); // backpressure while ClickHouse is slow or down
+    }
+    await beat();
+  };
+
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    // After a rebalance kafkajs fetches again from the committed offsets: drop what is unwritten.
+    batches.clear();
+  });
+
+  const timer = setInterval(() => {
+    for (const partition of batches.due(Date.now())) void flush(partition).catch(() => {});
+  }, Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))));
+
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    eachBatch: (payload) => {
+      const run = eachBatch(payload);
+      inBatch = run.catch(() => {});
+      return run;
+    },
+  });
+
+  return {
+    stop: async (abortAfterMs) => {
+      stopping = true;
+      clearInterval(timer);
+      const giveUp = setTimeout(() => abort.abort(), abortAfterMs);
+      consumer.pause([{ topic }]);
+      await inBatch;
+      await Promise.allSettled(batches.partitions().map((p) => flush(p)));
+      await Promise.allSettled([...chains.values()]);
+      clearTimeout(giveUp);
+      await consumer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+/**
+ * Entry point of the sink process: config from env, start, stop on SIGTERM/SIGINT.
+ * Shutdown order: stop fetching, finish and commit the open batches, disconnect. If ClickHouse
+ * is down it gives up after SINK_STOP_TIMEOUT_MS without committing (records are read again).
+ */
+import pino from "pino";
+import { sinkConfig } from "../schemas/config";
+import { start } from "./service";
+
+const log = pino({ name: "sink" });
+
+async function main(): Promise<void> {
+  const config = sinkConfig(process.env);
+  const stop = await start(config, log);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "stopping: finishing batches, committing");
+    stop(config.stopTimeoutMs).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, "unclean stop");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+main().catch((error: unknown) => {
+  log.fatal({ err: error }, "sink failed to start");
+  process.exit(1);
+});

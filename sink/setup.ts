@@ -1,0 +1,31 @@
+/**
+ * One-shot setup before the services start: Kafka topics and ClickHouse migrations, both
+ * idempotent. Exits 1 if either server is unreachable.
+ */
+import { createClient } from "@clickhouse/client";
+import { Kafka, logLevel } from "kafkajs";
+import pino from "pino";
+import { setupConfig } from "../schemas/config";
+import { migrate } from "./migrate";
+import { ensureTopics } from "./topics";
+
+const log = pino({ name: "setup" });
+
+async function main(): Promise<void> {
+  const config = setupConfig(process.env);
+  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
+  const created = await ensureTopics(kafka, config.kafka, config.partitions);
+  log.info({ created, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic }, "kafka topics ready");
+  const client = createClient({ url: config.clickhouse.url, username: config.clickhouse.username, password: config.clickhouse.password });
+  try {
+    const { version, dialect } = await migrate(client, config.clickhouse);
+    log.info({ version, dialect, table: `${config.clickhouse.database}.${config.clickhouse.table}` }, "clickhouse migrated");
+  } finally {
+    await client.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  log.fatal({ err: error }, "setup failed");
+  process.exit(1);
+});

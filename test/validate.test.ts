@@ -1,0 +1,70 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { validateBatch, validateIdentify } from "../ingest/validate";
+import { samples } from "./samples";
+
+test("the spec's identify sample is valid", () => {
+  const result = validateIdentify(samples.identify);
+  assert.ok(result.ok);
+});
+
+test("the spec's mixed identify+track batch sample is valid", () => {
+  const result = validateBatch(samples.batch);
+  assert.ok(result.ok);
+  if (result.ok) assert.is(result.value.batch.length, 2);
+});
+
+test("every message type is accepted in a batch", () => {
+  const result = validateBatch(samples.everyType);
+  assert.ok(result.ok, JSON.stringify(result));
+});
+
+test("each bad field of a batch is named, with its item index", () => {
+  const result = validateBatch({
+    batch: [
+      { type: "track", messageId: "m1", userId: "u1" },
+      { type: "identify", messageId: "", userId: "u2", traits: 5 },
+      { type: "group", messageId: "m3", anonymousId: "a3" },
+      { type: "alias", messageId: "m4", previousId: "p4" },
+      { type: "track", messageId: "m5", userId: "u5", event: "E", timestamp: "yesterday" },
+    ],
+  });
+  assert.not.ok(result.ok);
+  if (result.ok) return;
+  const paths = result.issues.map((i) => i.path).sort();
+  assert.equal(paths, [
+    "batch[0].event",
+    "batch[1].messageId",
+    "batch[1].traits",
+    "batch[2].groupId",
+    "batch[3].userId",
+    "batch[4].timestamp",
+  ]);
+  assert.ok(result.issues.every((i) => i.expected.length > 0));
+});
+
+test("a message with neither userId nor anonymousId is refused by name", () => {
+  const result = validateBatch({ batch: [{ type: "track", messageId: "m", event: "E" }] });
+  assert.equal(result, { ok: false, issues: [{ path: "batch[0].userId", expected: "userId or anonymousId (one is required)" }] });
+  const single = validateIdentify({ messageId: "m", userId: null });
+  assert.equal(single, { ok: false, issues: [{ path: "userId", expected: "userId or anonymousId (one is required)" }] });
+});
+
+test("an unknown type, an empty batch and a non-object body are refused", () => {
+  const unknownType = validateBatch({ batch: [{ type: "purchase", messageId: "m", userId: "u" }] });
+  assert.not.ok(unknownType.ok);
+  if (!unknownType.ok) assert.is(unknownType.issues[0]!.path, "batch[0]");
+  const empty = validateBatch({ batch: [] });
+  assert.not.ok(empty.ok);
+  if (!empty.ok) assert.is(empty.issues[0]!.path, "batch");
+  const scalar = validateIdentify("hello");
+  assert.not.ok(scalar.ok);
+  if (!scalar.ok) assert.is(scalar.issues[0]!.path, "$");
+});
+
+test("extra fields that SDKs send are allowed", () => {
+  const result = validateIdentify({ ...samples.identify, integrations: { All: true }, _metadata: { x: 1 } });
+  assert.ok(result.ok);
+});
+
+test.run();
