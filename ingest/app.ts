@@ -1,16 +1,19 @@
 /**
- * The Koa application (no listen): routes, auth, body parsing, validation, produce.
- * Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx unless the
- * broker acknowledged every record of the request.
+ * The Koa application (no listen): routes, CORS, auth, body parsing, validation, limits,
+ * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
+ * unless the broker acknowledged every record of the request.
  */
+import cors from "@koa/cors";
 import Router from "@koa/router";
 import Koa from "koa";
 import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
-import type { AuthHeaders, WriteKeys } from "./auth";
-import { recordFromIdentify, recordsFromBatch, type Receipt } from "./envelope";
-import { validateBatch, validateIdentify, type Validation, type ValidationIssue } from "./validate";
+import type { MessageType } from "../schemas/messages";
+import type { AuthHeaders, AuthResult, WriteKeys } from "./auth";
+import { buildRecords, type BatchDefaults } from "./envelope";
+import { validateBatch, validateSingle, type Validation, type ValidationIssue } from "./validate";
+import type { Message } from "../schemas/messages";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -19,17 +22,35 @@ export interface AppDeps {
   produce: (records: EventRecord[]) => Promise<void>;
   /** Whether the producer is connected and the service is not shutting down. */
   isReady: () => boolean;
-  /** Body limit in bytes, counted after decompression. */
-  maxRequestBytes: number;
+  limits: Limits;
+  /** Use X-Forwarded-For for the client address. */
+  trustProxy: boolean;
+  /** Allowed CORS origins, or ["*"]. */
+  corsOrigins: string[];
   /** Seconds a client should wait after a 503. */
   retryAfterSeconds: number;
+  /** The OpenAPI document served at /openapi.json. */
+  openapi: object;
   log: Logger;
+}
+
+/** Request limits; defaults are Segment's. */
+export interface Limits {
+  /** Body bytes after decompression (Segment: 500 KB). */
+  maxRequestBytes: number;
+  /** Bytes of one stored message (Segment: 32 KB). */
+  maxMessageBytes: number;
+  /** Messages in one batch (Segment: 2,500). */
+  maxBatchMessages: number;
 }
 
 /** JSON body of every error answer. */
 export interface ErrorBody {
+  /** Machine-readable code: invalid_json, invalid_body, unauthorized, payload_too_large, ... */
   error: string;
+  /** What was wrong, for a person. */
   message: string;
+  /** Each bad field of an invalid_body answer. */
   issues?: ValidationIssue[];
 }
 
@@ -43,27 +64,35 @@ class HttpError extends Error {
   }
 }
 
+/** The route prefixes: the spec's (Dittofeed) and Segment's. */
+export const PREFIXES = ["/api/public/apps", "/v1"] as const;
+/** The single-message routes. */
+export const SINGLE_TYPES: readonly MessageType[] = ["identify", "track", "page", "screen", "group", "alias"];
+
 const AUTH_MESSAGES = {
-  missing: "a writeKey is required: Authorization: Basic base64(writeKey:), Bearer, or PublicWriteKey header",
-  malformed: "the Authorization header could not be read (bad scheme or base64)",
+  missing: "a writeKey is required: Authorization: Basic base64(writeKey:), Bearer, PublicWriteKey header, or writeKey in the body",
+  malformed: "the writeKey could not be read (bad scheme, bad base64, or a non-string writeKey)",
   conflict: "the request names more than one writeKey",
   unknown: "unknown writeKey",
 } as const;
 
-/** Error codes of body-parser failures (co-body / raw-body `type`) by HTTP status. */
-const PARSE_ERRORS: Record<number, string> = {
-  400: "invalid_json",
-  413: "payload_too_large",
-  415: "unsupported_media_type",
-};
+/** Content-Types whose body is read as JSON. */
+const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
+
+/** Body encodings accepted (RFC 9110 content codings); limits count the decoded bytes. */
+const ENCODINGS = new Set(["identity", "gzip", "x-gzip", "deflate"]);
 
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa();
+  const app = new Koa({ proxy: deps.trustProxy });
   const router = new Router();
+  const { limits } = deps;
   const parseJson = bodyParser({
     enableTypes: ["json"],
-    jsonLimit: `${deps.maxRequestBytes}b`,
+    // sendBeacon can only send text/plain, and RudderStack's Node SDK labels its (gzipped) JSON
+    // application/x-www-form-urlencoded: both bodies are the same JSON.
+    extendTypes: { json: [...JSON_TYPES] },
+    jsonLimit: `${limits.maxRequestBytes}b`,
     strict: true,
   });
 
@@ -75,19 +104,24 @@ export function createApp(deps: AppDeps): Koa {
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? "ready" : "not ready" };
   });
+  router.get("/openapi.json", (ctx) => {
+    ctx.body = deps.openapi;
+  });
 
-  const ingest = <T>(validate: (body: unknown) => Validation<T>, toRecords: (v: T, r: Receipt) => EventRecord[]) =>
+  /** Reads, authenticates and validates; then produces and answers 200 with an empty body. */
+  const ingest = (toMessages: (body: unknown) => Validation<{ messages: Message[]; defaults: BatchDefaults }>) =>
     async (ctx: Koa.Context) => {
       const receivedAt = new Date().toISOString();
-      const auth = deps.writeKeys.authenticate(ctx.headers as AuthHeaders);
-      if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
-      const type = ctx.request.is("application/json");
-      if (type === null) throw new HttpError(400, { error: "invalid_json", message: "the request has no body" });
-      if (type === false) {
-        throw new HttpError(415, { error: "unsupported_media_type", message: "Content-Type must be application/json" });
+      const headers = ctx.headers as AuthHeaders;
+      if (headers.authorization !== undefined || headers.publicwritekey !== undefined) {
+        refuseUnauthorized(deps.writeKeys.authenticate(headers)); // a bad header fails before the body is read
       }
-      await parseJson(ctx, async () => {});
-      const result = validate(ctx.request.body);
+      await readBody(ctx, parseJson);
+      const body = ctx.request.body as Record<string, unknown> | undefined;
+      const auth = deps.writeKeys.authenticate(headers, body?.writeKey);
+      refuseUnauthorized(auth);
+      if (!auth.ok) return;
+      const result = toMessages(body);
       if (!result.ok) {
         throw new HttpError(400, {
           error: "invalid_body",
@@ -95,12 +129,44 @@ export function createApp(deps: AppDeps): Koa {
           issues: result.issues,
         });
       }
-      await deps.produce(toRecords(result.value, { workspaceId: auth.workspaceId, receivedAt }));
-      ctx.status = 204;
+      const receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
+      const built = buildRecords(result.value.messages, result.value.defaults, receipt, limits.maxMessageBytes);
+      if (!built.ok) {
+        throw new HttpError(413, {
+          error: "message_too_large",
+          message: `message ${built.index} is ${built.bytes} bytes; the limit is ${limits.maxMessageBytes} bytes per message`,
+        });
+      }
+      await deps.produce(built.records);
+      ctx.status = 200;
+      ctx.body = "";
     };
 
-  router.post("/api/public/apps/identify", ingest(validateIdentify, (body, r) => [recordFromIdentify(body, r)]));
-  router.post("/api/public/apps/batch", ingest(validateBatch, recordsFromBatch));
+  const batchRoute = ingest((body) => {
+    const count = Array.isArray((body as { batch?: unknown } | undefined)?.batch) ? (body as { batch: unknown[] }).batch.length : 0;
+    if (count > limits.maxBatchMessages) {
+      throw new HttpError(400, {
+        error: "too_many_messages",
+        message: `the batch has ${count} messages; the limit is ${limits.maxBatchMessages} per request`,
+      });
+    }
+    const result = validateBatch(body);
+    if (!result.ok) return result;
+    const { batch, context, sentAt } = result.value;
+    return { ok: true, value: { messages: batch, defaults: { context, sentAt } } };
+  });
+  for (const prefix of PREFIXES) {
+    router.post(`${prefix}/batch`, batchRoute);
+    for (const type of SINGLE_TYPES) {
+      router.post(
+        `${prefix}/${type}`,
+        ingest((body) => {
+          const result = validateSingle(type, body);
+          return result.ok ? { ok: true, value: { messages: [result.value], defaults: {} } } : result;
+        }),
+      );
+    }
+  }
 
   app.use(async (ctx, next) => {
     try {
@@ -112,9 +178,54 @@ export function createApp(deps: AppDeps): Koa {
       answerError(ctx, error, deps);
     }
   });
+  app.use(
+    cors({
+      origin: (ctx) => corsOrigin(ctx.get("Origin"), deps.corsOrigins),
+      allowMethods: ["GET", "POST", "OPTIONS"],
+      allowHeaders: ["Authorization", "Content-Type", "Content-Encoding", "PublicWriteKey"],
+      exposeHeaders: ["Retry-After"],
+      maxAge: 86_400,
+    }),
+  );
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;
+}
+
+/** Checks Content-Type and Content-Encoding, then parses the JSON body (errors become 4xx). */
+async function readBody(ctx: Koa.Context, parseJson: Koa.Middleware): Promise<void> {
+  const type = ctx.request.is(...JSON_TYPES);
+  if (type === null) throw new HttpError(400, { error: "invalid_json", message: "the request has no body" });
+  if (type === false) {
+    throw new HttpError(415, {
+      error: "unsupported_media_type",
+      message: "Content-Type must be application/json (text/plain or application/x-www-form-urlencoded holding JSON are read as JSON too)",
+    });
+  }
+  const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
+  if (!ENCODINGS.has(encoding)) {
+    throw new HttpError(415, {
+      error: "unsupported_encoding",
+      message: `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
+    });
+  }
+  await parseJson(ctx, async () => {});
+}
+
+function refuseUnauthorized(auth: AuthResult): void {
+  if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
+}
+
+/** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */
+function clientIp(ip: string): string | undefined {
+  if (ip === "") return undefined;
+  return ip.startsWith("::ffff:") ? ip.slice("::ffff:".length) : ip;
+}
+
+/** The Access-Control-Allow-Origin value for a request's Origin, or '' to send none. */
+function corsOrigin(origin: string, allowed: string[]): string {
+  if (allowed.includes("*")) return origin === "" ? "*" : origin;
+  return allowed.includes(origin) ? origin : "";
 }
 
 /** Sorts a failure into the answer: client errors as they are, Kafka trouble 503, the rest 500. */
@@ -125,17 +236,9 @@ function answerError(ctx: Koa.Context, error: unknown, deps: AppDeps): void {
     return;
   }
   const status = (error as { status?: unknown }).status;
-  if (typeof status === "number" && PARSE_ERRORS[status] !== undefined) {
-    ctx.status = status;
-    ctx.body = {
-      error: PARSE_ERRORS[status],
-      message: status === 413 ? `the body is over ${deps.maxRequestBytes} bytes` : (error as Error).message,
-    } satisfies ErrorBody;
-    return;
-  }
   if (typeof status === "number" && status >= 400 && status < 500) {
     ctx.status = status;
-    ctx.body = { error: "bad_request", message: (error as Error).message } satisfies ErrorBody;
+    ctx.body = parseErrorBody(status, error as Error, deps.limits);
     return;
   }
   if (isKafkaUnavailable(error)) {
@@ -148,6 +251,16 @@ function answerError(ctx: Koa.Context, error: unknown, deps: AppDeps): void {
   deps.log.error({ err: error }, "unexpected error");
   ctx.status = 500;
   ctx.body = { error: "internal", message: "internal error" } satisfies ErrorBody;
+}
+
+/** Body-parser (co-body / raw-body) failures as error bodies. */
+function parseErrorBody(status: number, error: Error, limits: Limits): ErrorBody {
+  if (status === 413) {
+    return { error: "payload_too_large", message: `the body is over ${limits.maxRequestBytes} bytes (counted after decompression)` };
+  }
+  if (status === 415) return { error: "unsupported_encoding", message: error.message };
+  if (status === 400) return { error: "invalid_json", message: `the body is not valid JSON: ${error.message}` };
+  return { error: "bad_request", message: error.message };
 }
 
 /** ProduceTimeoutError and every kafkajs error (their names start with KafkaJS). */

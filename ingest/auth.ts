@@ -82,13 +82,24 @@ export class WriteKeys {
     return this.byDigest.get(digest(writeKey));
   }
 
-  /** Reads the key from the headers and looks it up. */
-  authenticate(headers: AuthHeaders): AuthResult {
-    const key = writeKeyFromHeaders(headers);
+  /**
+   * Reads the key from the headers and, when given, the body's `writeKey` (Segment), and looks
+   * it up. Header and body must agree when both are present.
+   */
+  authenticate(headers: AuthHeaders, bodyWriteKey?: unknown): AuthResult {
+    const key = withBodyKey(writeKeyFromHeaders(headers), bodyWriteKey);
     if (!key.ok) return key;
     const workspaceId = this.workspaceOf(key.writeKey);
     return workspaceId === undefined ? { ok: false, reason: "unknown" } : { ok: true, workspaceId };
   }
+}
+
+/** Combines the header's key with the body's: either alone, or both naming the same key. */
+export function withBodyKey(header: WriteKeyResult, bodyWriteKey: unknown): WriteKeyResult {
+  if (bodyWriteKey === undefined || bodyWriteKey === null) return header;
+  if (typeof bodyWriteKey !== "string" || bodyWriteKey === "") return { ok: false, reason: "malformed" };
+  if (!header.ok) return header.reason === "missing" ? { ok: true, writeKey: bodyWriteKey } : header;
+  return header.writeKey === bodyWriteKey ? header : { ok: false, reason: "conflict" };
 }
 
 function digest(writeKey: string): string {

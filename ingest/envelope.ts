@@ -1,53 +1,88 @@
 /**
- * Validated bodies -> Kafka records (key = messageId, value = JSON envelope). Pure.
- * Dittofeed: batch-level context is merged under each item's own context, the item's keys winning.
- * Spec §2.1: a missing timestamp defaults to the time the server received the message.
+ * Validated messages -> Kafka records (key = messageId, value = JSON envelope). Pure.
+ * Rules, with their sources:
+ * - a missing timestamp is the time the request arrived (spec §2.1);
+ * - with sentAt, timestamp = receivedAt - (sentAt - timestamp), correcting client clock skew;
+ *   the client's value is kept as originalTimestamp (Segment); a message without timestamp but
+ *   with originalTimestamp (RudderStack SDKs) is corrected from that;
+ * - batch context is merged under each item's own context, the item's keys winning (Dittofeed);
+ *   `context.ip` is the client address when the message has none (Segment);
+ * - the writeKey never reaches the topic;
+ * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message).
  */
-import type { Envelope, EventRecord } from "../schemas/envelope";
-import type { BatchBody, IdentifyBody, JsonObject, Message } from "../schemas/messages";
+import type { EventRecord } from "../schemas/envelope";
+import type { BodyWriteKey, JsonObject, Message } from "../schemas/messages";
 
-/** Who sent the request and when it arrived. */
+/** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
   workspaceId: string;
   /** ISO 8601 server time of arrival. */
   receivedAt: string;
+  /** Client address (Koa's ctx.ip: X-Forwarded-For only when the proxy is trusted). */
+  clientIp?: string;
 }
 
-/** One record per batch item, in the order of the batch. */
-export function recordsFromBatch(body: BatchBody, receipt: Receipt): EventRecord[] {
-  return body.batch.map((item) =>
-    toRecord(withDefaults(item, body.context, receipt.receivedAt), receipt, body.sentAt),
-  );
+/** Fields of a batch that apply to every item. */
+export interface BatchDefaults {
+  context?: JsonObject | null;
+  sentAt?: string | null;
 }
 
-/** The one record of an identify body. */
-export function recordFromIdentify(body: IdentifyBody, receipt: Receipt): EventRecord {
-  const { sentAt, ...rest } = body;
-  const message: Message = { ...rest, type: "identify" };
-  return toRecord(withDefaults(message, undefined, receipt.receivedAt), receipt, sentAt);
+/** The records, or the first message over the size limit. */
+export type BuildResult =
+  | { ok: true; records: EventRecord[] }
+  | { ok: false; index: number; bytes: number };
+
+/** Builds one record per message, in order. */
+export function buildRecords(
+  messages: readonly Message[],
+  defaults: BatchDefaults,
+  receipt: Receipt,
+  maxMessageBytes: number,
+): BuildResult {
+  const records: EventRecord[] = [];
+  const head = `{"workspaceId":${JSON.stringify(receipt.workspaceId)},"receivedAt":"${receipt.receivedAt}"`;
+  for (let index = 0; index < messages.length; index++) {
+    const { message, sentAt, originalTimestamp } = stored(messages[index]!, defaults, receipt);
+    const json = JSON.stringify(message);
+    const bytes = Buffer.byteLength(json, "utf8");
+    if (bytes > maxMessageBytes) return { ok: false, index, bytes };
+    // The message is serialized once; the envelope is written around it.
+    let value = head;
+    if (sentAt !== undefined) value += `,"sentAt":${JSON.stringify(sentAt)}`;
+    if (originalTimestamp !== undefined) value += `,"originalTimestamp":${JSON.stringify(originalTimestamp)}`;
+    value += `,"message":${json}}`;
+    records.push({ key: message.messageId, value });
+  }
+  return { ok: true, records };
 }
 
-/** Fills `timestamp` and merges the batch context under the message's own. */
-export function withDefaults(
-  message: Message,
-  batchContext: JsonObject | undefined,
-  receivedAt: string,
-): Message {
-  const context =
-    batchContext === undefined ? message.context : { ...batchContext, ...message.context };
+/** The message as stored, with the envelope's sentAt and originalTimestamp. */
+export function stored(
+  input: Message,
+  defaults: BatchDefaults,
+  receipt: Receipt,
+): { message: Message; sentAt?: string; originalTimestamp?: string } {
+  const { writeKey: _writeKey, sentAt: ownSentAt, originalTimestamp: rudderTime, ...message } = input as Message & BodyWriteKey;
+  const sentAt = ownSentAt ?? defaults.sentAt ?? undefined;
+  const originalTimestamp = message.timestamp ?? rudderTime ?? undefined;
+  const timestamp =
+    originalTimestamp === undefined
+      ? receipt.receivedAt
+      : sentAt === undefined
+        ? originalTimestamp
+        : skewCorrected(receipt.receivedAt, sentAt, originalTimestamp);
+  const context: JsonObject = { ...defaults.context, ...message.context };
+  if (context.ip === undefined && receipt.clientIp !== undefined) context.ip = receipt.clientIp;
   return {
-    ...message,
-    timestamp: message.timestamp ?? receivedAt,
-    ...(context === undefined ? {} : { context }),
+    message: { ...message, timestamp, context },
+    ...(sentAt === undefined ? {} : { sentAt }),
+    ...(originalTimestamp === undefined ? {} : { originalTimestamp }),
   };
 }
 
-function toRecord(message: Message, receipt: Receipt, sentAt: string | undefined): EventRecord {
-  const envelope: Envelope = {
-    workspaceId: receipt.workspaceId,
-    receivedAt: receipt.receivedAt,
-    ...(sentAt === undefined ? {} : { sentAt }),
-    message,
-  };
-  return { key: message.messageId, value: JSON.stringify(envelope) };
+/** Segment: timestamp = receivedAt - (sentAt - timestamp). ISO 8601 in, ISO 8601 (UTC, ms) out. */
+export function skewCorrected(receivedAt: string, sentAt: string, timestamp: string): string {
+  const corrected = Date.parse(receivedAt) - (Date.parse(sentAt) - Date.parse(timestamp));
+  return Number.isFinite(corrected) && Math.abs(corrected) <= 8.64e15 ? new Date(corrected).toISOString() : timestamp;
 }

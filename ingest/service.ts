@@ -9,7 +9,11 @@ import type { Logger } from "pino";
 import type { IngestConfig } from "../schemas/config";
 import { createApp } from "./app";
 import { WriteKeys } from "./auth";
+import { openapiDocument } from "./openapi";
 import { Accumulator } from "./producer";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const VERSION: string = (require("../../package.json") as { version: string }).version;
 
 /** A running ingest service. */
 export interface RunningIngest {
@@ -55,8 +59,15 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     writeKeys: new WriteKeys(config.writeKeys),
     produce: (records) => accumulator.produce(records),
     isReady: () => accepting && connected,
-    maxRequestBytes: config.maxRequestBytes,
+    limits: {
+      maxRequestBytes: config.maxRequestBytes,
+      maxMessageBytes: config.maxMessageBytes,
+      maxBatchMessages: config.maxBatchMessages,
+    },
+    trustProxy: config.trustProxy,
+    corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,
+    openapi: openapiDocument(VERSION),
     log,
   });
   const server = app.listen(config.port, config.host);

@@ -3,12 +3,8 @@
  * checks themselves are the typia guards of schemas/guards.ts.
  */
 import type { IValidation } from "typia";
-import {
-  validateBatchBody,
-  validateIdentified,
-  validateIdentifyBody,
-} from "../schemas/guards";
-import type { BatchBody, IdentifyBody } from "../schemas/messages";
+import { validateBatchBody, validateIdentified, validateSingleBody } from "../schemas/guards";
+import type { BatchBody, BodyWriteKey, Message, MessageType } from "../schemas/messages";
 
 /** One bad field: its path in the body (`batch[2].event`) and what was expected there. */
 export interface ValidationIssue {
@@ -27,12 +23,12 @@ export function validateBatch(body: unknown): Validation<BatchBody> {
   return issues.length > 0 ? { ok: false, issues } : { ok: true, value: result.data };
 }
 
-/** Checks an identify body (spec §2.1). */
-export function validateIdentify(body: unknown): Validation<IdentifyBody> {
-  const result = validateIdentifyBody(body);
+/** Checks the body of a single-message route; its `type` is the route's when omitted. */
+export function validateSingle(type: MessageType, body: unknown): Validation<Message & BodyWriteKey> {
+  const result = validateSingleBody[type](body);
   if (!result.success) return { ok: false, issues: toIssues(result) };
   const issues = identityIssues(result.data, "");
-  return issues.length > 0 ? { ok: false, issues } : { ok: true, value: result.data };
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, value: { ...result.data, type } as Message & BodyWriteKey };
 }
 
 /** Segment's rule: a message must name a userId or an anonymousId. */

@@ -49,6 +49,14 @@ export interface IngestConfig {
   writeKeys: WriteKeyEntry[];
   /** Largest request body in bytes, after decompression (env MAX_REQUEST_BYTES; Segment: 500 KB). */
   maxRequestBytes: Positive;
+  /** Largest stored message in bytes of JSON (env MAX_MESSAGE_BYTES; Segment: 32 KB). */
+  maxMessageBytes: Positive;
+  /** Most messages in one batch request (env MAX_BATCH_MESSAGES; Segment: 2,500). */
+  maxBatchMessages: Positive;
+  /** Trust X-Forwarded-For for the client address (env TRUST_PROXY=1; only behind a proxy you run). */
+  trustProxy: boolean;
+  /** Allowed browser origins for CORS, or `*` (env CORS_ORIGINS, comma-separated). */
+  corsOrigins: Name[] & tags.MinItems<1>;
   /** How long records wait to be sent together, ms (env PRODUCE_LINGER_MS). */
   produceLingerMs: number & tags.Type<"uint32">;
   /** Most records in one sendBatch (env PRODUCE_MAX_BATCH). */
@@ -123,6 +131,10 @@ export function ingestConfig(env: Env): IngestConfig {
     port: int(env.INGEST_PORT, 3000),
     writeKeys: parseWriteKeys(env.WRITE_KEYS ?? ""),
     maxRequestBytes: int(env.MAX_REQUEST_BYTES, 500 * 1024),
+    maxMessageBytes: int(env.MAX_MESSAGE_BYTES, 32 * 1024),
+    maxBatchMessages: int(env.MAX_BATCH_MESSAGES, 2_500),
+    trustProxy: env.TRUST_PROXY === "1" || env.TRUST_PROXY === "true",
+    corsOrigins: list(env.CORS_ORIGINS ?? "*"),
     produceLingerMs: int(env.PRODUCE_LINGER_MS, 5),
     produceMaxBatch: int(env.PRODUCE_MAX_BATCH, 10_000),
     produceTimeoutMs: int(env.PRODUCE_TIMEOUT_MS, 10_000),

@@ -11,9 +11,16 @@ export interface Envelope {
   workspaceId: Id;
   /** Server time the HTTP request arrived (ISO 8601, ms). */
   receivedAt: IsoDateTime;
-  /** Client time the request was sent, when the body said (Segment `sentAt`). */
+  /** Client time the message was sent: its own `sentAt`, else the batch's (Segment). */
   sentAt?: IsoDateTime | null;
-  /** The validated message; `timestamp` filled in, batch context merged under its own. */
+  /** The `timestamp` the client sent, before clock-skew correction; absent when it sent none. */
+  originalTimestamp?: IsoDateTime | null;
+  /**
+   * The validated message as stored: `timestamp` is receivedAt when the client sent none, and
+   * `receivedAt - (sentAt - timestamp)` when it sent both (Segment's skew correction); batch
+   * context merged under its own; `context.ip` filled from the client address when absent;
+   * `writeKey` removed.
+   */
   message: Message;
 }
 

@@ -4,13 +4,33 @@
  */
 import typia from "typia";
 import type { Envelope } from "./envelope";
-import type { BatchBody, IdentifyBody, Identified } from "./messages";
+import type {
+  AliasBody,
+  BatchBody,
+  GroupBody,
+  IdentifyBody,
+  Identified,
+  MessageType,
+  PageBody,
+  ScreenBody,
+  TrackBody,
+} from "./messages";
 
-/** Body of POST /api/public/apps/batch. */
+/** Body of POST .../batch. */
 export const validateBatchBody = typia.createValidate<BatchBody>();
-/** Body of POST /api/public/apps/identify. */
-export const validateIdentifyBody = typia.createValidate<IdentifyBody>();
+
+/** Bodies of the single-message routes, by message type. */
+export const validateSingleBody = {
+  identify: typia.createValidate<IdentifyBody>(),
+  track: typia.createValidate<TrackBody>(),
+  page: typia.createValidate<PageBody>(),
+  screen: typia.createValidate<ScreenBody>(),
+  group: typia.createValidate<GroupBody>(),
+  alias: typia.createValidate<AliasBody>(),
+} satisfies Record<MessageType, unknown>;
+
 /** The either-or identity rule of one message (Segment: userId or anonymousId). */
 export const validateIdentified = typia.createValidate<Identified>();
+
 /** A record value read back from the topic by the sink. */
 export const validateEnvelope = typia.createValidate<Envelope>();

@@ -25,9 +25,13 @@ export interface MessageCommon {
   /** A device or browser id for a user not yet known. */
   anonymousId?: Id | null;
   /** When the event happened on the client; defaults to receivedAt when omitted (spec §2.1). */
-  timestamp?: IsoDateTime;
+  timestamp?: IsoDateTime | null;
+  /** When the client sent it; with `timestamp`, corrects client clock skew (Segment). */
+  sentAt?: IsoDateTime | null;
+  /** RudderStack SDKs send the client's event time here (with sentAt) instead of `timestamp`. */
+  originalTimestamp?: IsoDateTime | null;
   /** Metadata about the client and the circumstances (ip, userAgent, library, ...). */
-  context?: JsonObject;
+  context?: JsonObject | null;
 }
 
 /** Segment: every message needs a userId or an anonymousId (or both). */
@@ -41,47 +45,66 @@ export interface WithAnonymousId {
   anonymousId: Id;
 }
 
-/** identify: who the user is and their traits. */
-export interface IdentifyMessage extends MessageCommon {
-  type: "identify";
-  traits?: JsonObject;
+/** identify fields: who the user is and their traits. */
+export interface IdentifyFields extends MessageCommon {
+  traits?: JsonObject | null;
 }
 
-/** track: a named event. Segment: `event` is required. */
-export interface TrackMessage extends MessageCommon {
-  type: "track";
-  event: string & tags.MinLength<1>;
-  properties?: JsonObject;
+/** track fields. Segment: `event` is required. */
+export interface TrackFields extends MessageCommon {
+  event: string & tags.MinLength<1> & tags.MaxLength<1000>;
+  properties?: JsonObject | null;
 }
 
-/** page: a web page view; name optional. */
-export interface PageMessage extends MessageCommon {
-  type: "page";
+/** page fields (a web page view); name optional. */
+export interface PageFields extends MessageCommon {
   name?: string | null;
   category?: string | null;
-  properties?: JsonObject;
+  properties?: JsonObject | null;
 }
 
-/** screen: a mobile screen view; name optional. */
-export interface ScreenMessage extends MessageCommon {
-  type: "screen";
+/** screen fields (a mobile screen view); name optional. */
+export interface ScreenFields extends MessageCommon {
   name?: string | null;
   category?: string | null;
-  properties?: JsonObject;
+  properties?: JsonObject | null;
 }
 
-/** group: associates the user with a group. Segment: `groupId` is required. */
-export interface GroupMessage extends MessageCommon {
-  type: "group";
+/** group fields. Segment: `groupId` is required. */
+export interface GroupFields extends MessageCommon {
   groupId: Id;
-  traits?: JsonObject;
+  traits?: JsonObject | null;
 }
 
-/** alias: merges two user identities. Segment: `previousId` and `userId` are both required. */
-export interface AliasMessage extends MessageCommon {
-  type: "alias";
+/** alias fields. Segment: `previousId` and `userId` are both required. */
+export interface AliasFields extends MessageCommon {
   previousId: Id;
   userId: Id;
+}
+
+/** An identify message as a batch item. */
+export interface IdentifyMessage extends IdentifyFields {
+  type: "identify";
+}
+/** A track message as a batch item. */
+export interface TrackMessage extends TrackFields {
+  type: "track";
+}
+/** A page message as a batch item. */
+export interface PageMessage extends PageFields {
+  type: "page";
+}
+/** A screen message as a batch item. */
+export interface ScreenMessage extends ScreenFields {
+  type: "screen";
+}
+/** A group message as a batch item. */
+export interface GroupMessage extends GroupFields {
+  type: "group";
+}
+/** An alias message as a batch item. */
+export interface AliasMessage extends AliasFields {
+  type: "alias";
 }
 
 /** One item of a batch body: any message, discriminated by `type`. */
@@ -96,20 +119,42 @@ export type Message =
 /** The message types. */
 export type MessageType = Message["type"];
 
-/** Body of POST /api/public/apps/identify: an identify message whose `type` may be omitted. */
-export interface IdentifyBody extends MessageCommon {
-  type?: "identify";
-  traits?: JsonObject;
-  /** When the client sent the request (Segment). */
-  sentAt?: IsoDateTime;
+/** Segment: the writeKey may come in the body instead of the Authorization header. */
+export interface BodyWriteKey {
+  writeKey?: string;
 }
 
-/** Body of POST /api/public/apps/batch (spec §2.3). */
-export interface BatchBody {
-  /** The messages; at least one. */
+/** Body of POST .../identify (spec §2.1): `type` may be omitted. */
+export interface IdentifyBody extends IdentifyFields, BodyWriteKey {
+  type?: "identify";
+}
+/** Body of POST .../track. */
+export interface TrackBody extends TrackFields, BodyWriteKey {
+  type?: "track";
+}
+/** Body of POST .../page. */
+export interface PageBody extends PageFields, BodyWriteKey {
+  type?: "page";
+}
+/** Body of POST .../screen. */
+export interface ScreenBody extends ScreenFields, BodyWriteKey {
+  type?: "screen";
+}
+/** Body of POST .../group. */
+export interface GroupBody extends GroupFields, BodyWriteKey {
+  type?: "group";
+}
+/** Body of POST .../alias. */
+export interface AliasBody extends AliasFields, BodyWriteKey {
+  type?: "alias";
+}
+
+/** Body of POST .../batch (spec §2.3). */
+export interface BatchBody extends BodyWriteKey {
+  /** The messages; at least one (the most per request is a runtime limit). */
   batch: Message[] & tags.MinItems<1>;
   /** Merged under each item's own context; the item's keys win (Dittofeed). */
-  context?: JsonObject;
-  /** When the client sent the request (Segment). Kept on every envelope. */
-  sentAt?: IsoDateTime;
+  context?: JsonObject | null;
+  /** When the client sent the request (Segment); an item's own sentAt wins. */
+  sentAt?: IsoDateTime | null;
 }

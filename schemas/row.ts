@@ -12,15 +12,19 @@ export interface EventRow {
   event: string;
   /** page/screen: the name; '' otherwise. */
   name: string;
+  /** page/screen: the category; '' otherwise. */
+  category: string;
   user_id: string;
   anonymous_id: string;
   /** group: the groupId; '' otherwise. */
   group_id: string;
   /** alias: the previousId; '' otherwise. */
   previous_id: string;
-  /** When it happened (client timestamp, or receivedAt when the client sent none). */
+  /** When it happened: the client's timestamp corrected for clock skew, or receivedAt when it sent none. */
   timestamp: string;
-  /** When the client sent the request, or null. */
+  /** The timestamp the client sent, before skew correction, or null when it sent none. */
+  original_timestamp: string | null;
+  /** When the client sent the message, or null. */
   sent_at: string | null;
   /** When the ingest received it. Also the ReplacingMergeTree version: the latest retry wins. */
   received_at: string;
@@ -30,4 +34,6 @@ export interface EventRow {
   traits: string;
   /** JSON text of context, '{}' when absent. */
   context: string;
+  /** JSON text of every other top-level field the client sent (integrations, channel, ...). */
+  extra: string;
 }

@@ -37,19 +37,38 @@ export function toRow(envelope: Envelope): EventRow {
     type: m.type,
     event: m.type === "track" ? m.event : "",
     name: m.type === "page" || m.type === "screen" ? (m.name ?? "") : "",
+    category: m.type === "page" || m.type === "screen" ? (m.category ?? "") : "",
     user_id: m.userId ?? "",
     anonymous_id: m.anonymousId ?? "",
     group_id: m.type === "group" ? m.groupId : "",
     previous_id: m.type === "alias" ? m.previousId : "",
     timestamp: m.timestamp ?? envelope.receivedAt,
+    original_timestamp: envelope.originalTimestamp ?? null,
     sent_at: envelope.sentAt ?? null,
     received_at: envelope.receivedAt,
     properties: jsonText("properties" in m ? m.properties : undefined),
     traits: jsonText("traits" in m ? m.traits : undefined),
     context: jsonText(m.context),
+    extra: extraText(m),
   };
 }
 
-function jsonText(value: object | undefined): string {
-  return value === undefined ? "{}" : JSON.stringify(value);
+/** Message fields that have a column of their own (or are the envelope's). */
+const MAPPED = new Set([
+  "type", "messageId", "userId", "anonymousId", "timestamp", "sentAt", "originalTimestamp", "context",
+  "event", "name", "category", "groupId", "previousId", "properties", "traits",
+]);
+
+/** Every other top-level field (integrations, channel, _metadata, ...) as JSON text, '{}' when none. */
+function extraText(message: Message): string {
+  let extra: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(message)) {
+    if (MAPPED.has(key)) continue;
+    (extra ??= Object.create(null) as Record<string, unknown>)[key] = value; // no prototype: "__proto__" stays data
+  }
+  return extra === undefined ? "{}" : JSON.stringify(extra);
+}
+
+function jsonText(value: object | null | undefined): string {
+  return value === undefined || value === null ? "{}" : JSON.stringify(value);
 }

@@ -1,9 +1,10 @@
 /**
- * Applies the ClickHouse model (schemas/clickhouse.ts), idempotently: every statement is
- * `IF NOT EXISTS`, so running it at every start is safe. Throws if ClickHouse is unreachable.
+ * Applies the ClickHouse model (schemas/clickhouse.ts), idempotently: tables and columns are
+ * `IF NOT EXISTS`, views are replaced, so running it at every start is safe. Throws if
+ * ClickHouse is unreachable or refuses a statement.
  */
 import type { ClickHouseClient } from "@clickhouse/client";
-import { dialectFor, eventsTableDdl, quoteIdent, type Dialect } from "../schemas/clickhouse";
+import { addColumnsDdl, columnsQuery, dialectFor, tableDdl, viewsDdl, type Dialect } from "../schemas/clickhouse";
 import type { ClickHouseConfig } from "../schemas/config";
 
 /** The server's version and the DDL dialect chosen for it. */
@@ -12,12 +13,16 @@ export interface MigrationResult {
   dialect: Dialect;
 }
 
-/** Creates the database and the events table if missing. */
+/** Creates the database, the events table (adding columns it lacks) and the analyst views. */
 export async function migrate(client: ClickHouseClient, config: ClickHouseConfig): Promise<MigrationResult> {
   const version = await serverVersion(client);
   const dialect = dialectFor(version);
-  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${quoteIdent(config.database)}` });
-  await client.command({ query: eventsTableDdl(dialect, config.database, config.table) });
+  const { database, table } = config;
+  for (const query of tableDdl(dialect, database, table)) await client.command({ query });
+  const result = await client.query({ query: columnsQuery(database, table), format: "JSONEachRow" });
+  const existing = new Set((await result.json<{ name: string }>()).map((c) => c.name));
+  for (const query of addColumnsDdl(dialect, database, table, existing)) await client.command({ query });
+  for (const query of viewsDdl(dialect, database, table)) await client.command({ query });
   return { version, dialect };
 }
 

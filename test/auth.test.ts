@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { WriteKeys, writeKeyFromHeaders } from "../ingest/auth";
+import { WriteKeys, withBodyKey, writeKeyFromHeaders } from "../ingest/auth";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
@@ -57,6 +57,18 @@ test("WriteKeys maps known keys to their workspace and refuses unknown ones", ()
   assert.equal(keys.authenticate({}), { ok: false, reason: "missing" });
   assert.is(keys.workspaceOf("k1"), "ws1");
   assert.is(keys.workspaceOf("K1"), undefined);
+});
+
+test("the body's writeKey alone authenticates; with a header they must agree", () => {
+  assert.equal(withBodyKey({ ok: false, reason: "missing" }, "k"), { ok: true, writeKey: "k" });
+  assert.equal(withBodyKey({ ok: true, writeKey: "k" }, "k"), { ok: true, writeKey: "k" });
+  assert.equal(withBodyKey({ ok: true, writeKey: "k" }, "other"), { ok: false, reason: "conflict" });
+  assert.equal(withBodyKey({ ok: true, writeKey: "k" }, undefined), { ok: true, writeKey: "k" });
+  assert.equal(withBodyKey({ ok: false, reason: "missing" }, 42), { ok: false, reason: "malformed" });
+  assert.equal(withBodyKey({ ok: false, reason: "malformed" }, "k"), { ok: false, reason: "malformed" });
+  const keys = new WriteKeys([{ writeKey: "k1", workspaceId: "ws1" }]);
+  assert.equal(keys.authenticate({}, "k1"), { ok: true, workspaceId: "ws1" });
+  assert.equal(keys.authenticate({ authorization: "Bearer k1" }, "k2"), { ok: false, reason: "conflict" });
 });
 
 test.run();

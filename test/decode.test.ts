@@ -21,16 +21,19 @@ test("a track envelope becomes a row with JSON text columns", () => {
     type: "track",
     event: "Bought",
     name: "",
+    category: "",
     user_id: "u1",
     anonymous_id: "",
     group_id: "",
     previous_id: "",
     timestamp: "2026-11-22T09:59:58.000Z",
+    original_timestamp: null,
     sent_at: "2026-11-22T09:59:59.000Z",
     received_at: "2026-11-22T10:00:00.123Z",
     properties: '{"price":3}',
     traits: "{}",
     context: '{"ip":"1.2.3.4"}',
+    extra: "{}",
   });
 });
 
@@ -46,6 +49,18 @@ test("type-specific columns: page name, group id, alias previous id, identify tr
   assert.is(row({ type: "identify", messageId: "i", userId: "u", traits: { a: [1] } }).traits, '{"a":[1]}');
   assert.is(row({ type: "identify", messageId: "i", userId: "u" }).timestamp, base.receivedAt);
   assert.is(row({ type: "identify", messageId: "i", userId: "u" }).sent_at, null);
+});
+
+test("fields without a column are kept in extra; __proto__ stays plain data", () => {
+  const value = Buffer.from(
+    `{"workspaceId":"ws1","receivedAt":"2026-11-22T10:00:00.123Z","message":{"type":"track","messageId":"m","userId":"u","event":"E","integrations":{"All":false},"channel":"server","__proto__":{"polluted":true}}}`,
+  );
+  const result = decode(value);
+  assert.ok(result.ok);
+  if (!result.ok) return;
+  assert.equal(JSON.parse(result.row.extra), { integrations: { All: false }, channel: "server", ["__proto__"]: { polluted: true } });
+  assert.ok(result.row.extra.includes('"__proto__"'));
+  assert.is(({} as Record<string, unknown>).polluted, undefined);
 });
 
 test("poison values become DLQ decisions with a reason", () => {

@@ -1,68 +1,116 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { recordFromIdentify, recordsFromBatch } from "../ingest/envelope";
-import type { Envelope } from "../schemas/envelope";
-import type { BatchBody, IdentifyBody } from "../schemas/messages";
+import { buildRecords, skewCorrected, type BatchDefaults, type Receipt } from "../ingest/envelope";
+import type { Envelope, EventRecord } from "../schemas/envelope";
+import type { Message } from "../schemas/messages";
 
-const receipt = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z" };
-const parse = (value: string) => JSON.parse(value) as Envelope;
+const receipt: Receipt = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z", clientIp: "203.0.113.9" };
+const parse = (record: EventRecord) => JSON.parse(record.value) as Envelope;
 
-test("one record per batch item, keyed by messageId, in order", () => {
-  const body: BatchBody = {
-    batch: [
+function build(messages: Message[], defaults: BatchDefaults = {}, max = 32 * 1024): Envelope[] {
+  const result = buildRecords(messages, defaults, receipt, max);
+  if (!result.ok) throw new Error(`message ${result.index} too large`);
+  return result.records.map(parse);
+}
+
+test("one record per message, keyed by messageId, in order", () => {
+  const result = buildRecords(
+    [
       { type: "identify", messageId: "a", userId: "u" },
       { type: "track", messageId: "b", userId: "u", event: "E" },
     ],
-  };
-  const records = recordsFromBatch(body, receipt);
-  assert.equal(records.map((r) => r.key), ["a", "b"]);
-  const first = parse(records[0]!.value);
+    {},
+    receipt,
+    1000,
+  );
+  assert.ok(result.ok);
+  if (!result.ok) return;
+  assert.equal(result.records.map((r) => r.key), ["a", "b"]);
+  const first = parse(result.records[0]!);
   assert.is(first.workspaceId, "ws1");
   assert.is(first.receivedAt, receipt.receivedAt);
   assert.is(first.message.type, "identify");
 });
 
-test("a missing timestamp defaults to receivedAt; a given one is kept", () => {
-  const body: BatchBody = {
-    batch: [
-      { type: "track", messageId: "a", userId: "u", event: "E" },
-      { type: "track", messageId: "b", userId: "u", event: "E", timestamp: "2026-01-01T00:00:00.000Z" },
-    ],
-  };
-  const [a, b] = recordsFromBatch(body, receipt).map((r) => parse(r.value));
+test("a missing timestamp is receivedAt; a given one without sentAt is kept as is", () => {
+  const [a, b] = build([
+    { type: "track", messageId: "a", userId: "u", event: "E" },
+    { type: "track", messageId: "b", userId: "u", event: "E", timestamp: "2026-01-01T00:00:00.000Z" },
+  ]);
   assert.is(a!.message.timestamp, receipt.receivedAt);
+  assert.is("originalTimestamp" in a!, false);
   assert.is(b!.message.timestamp, "2026-01-01T00:00:00.000Z");
+  assert.is(b!.originalTimestamp, "2026-01-01T00:00:00.000Z");
 });
 
-test("batch context is merged under the item's context; the item's keys win", () => {
-  const body: BatchBody = {
-    context: { ip: "1.1.1.1", library: { name: "batch-lib" } },
-    batch: [
+test("with sentAt, timestamp = receivedAt - (sentAt - timestamp); the client's value is kept", () => {
+  // The client's clock is 1 h fast: it stamped the event 5 s before it sent the batch.
+  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", timestamp: "2026-11-22T10:59:55.123Z" }], {
+    sentAt: "2026-11-22T11:00:00.123Z",
+  });
+  assert.is(e!.message.timestamp, "2026-11-22T09:59:55.123Z");
+  assert.is(e!.originalTimestamp, "2026-11-22T10:59:55.123Z");
+  assert.is(e!.sentAt, "2026-11-22T11:00:00.123Z");
+});
+
+test("a message's own sentAt wins over the batch's", () => {
+  const [e] = build(
+    [{ type: "track", messageId: "a", userId: "u", event: "E", timestamp: "2026-11-22T10:00:00.000Z", sentAt: "2026-11-22T10:00:02.000Z" }],
+    { sentAt: "2026-11-22T12:00:00.000Z" },
+  );
+  assert.is(e!.sentAt, "2026-11-22T10:00:02.000Z");
+  assert.is(e!.message.timestamp, "2026-11-22T09:59:58.123Z");
+  assert.is("sentAt" in e!.message, false);
+});
+
+test("RudderStack's originalTimestamp is the client time when timestamp is absent", () => {
+  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", originalTimestamp: "2026-11-22T10:59:55.123Z", sentAt: "2026-11-22T11:00:00.123Z" }]);
+  assert.is(e!.message.timestamp, "2026-11-22T09:59:55.123Z");
+  assert.is(e!.originalTimestamp, "2026-11-22T10:59:55.123Z");
+  assert.is("originalTimestamp" in e!.message, false);
+});
+
+test("skew correction keeps offsets' meaning", () => {
+  assert.is(skewCorrected("2026-11-22T10:00:00.000Z", "2026-11-22T12:00:00+02:00", "2026-11-22T11:59:00+02:00"), "2026-11-22T09:59:00.000Z");
+});
+
+test("batch context is merged under the item's; the item's keys win; ip filled when absent", () => {
+  const [a, b, c] = build(
+    [
       { type: "track", messageId: "a", userId: "u", event: "E", context: { ip: "2.2.2.2" } },
       { type: "track", messageId: "b", userId: "u", event: "E" },
+      { type: "track", messageId: "c", userId: "u", event: "E", context: { locale: "pt" } },
     ],
-  };
-  const [a, b] = recordsFromBatch(body, receipt).map((r) => parse(r.value));
-  assert.equal(a!.message.context, { ip: "2.2.2.2", library: { name: "batch-lib" } });
-  assert.equal(b!.message.context, { ip: "1.1.1.1", library: { name: "batch-lib" } });
+    { context: { library: { name: "batch-lib" } } },
+  );
+  assert.equal(a!.message.context, { library: { name: "batch-lib" }, ip: "2.2.2.2" });
+  assert.equal(b!.message.context, { library: { name: "batch-lib" }, ip: "203.0.113.9" });
+  assert.equal(c!.message.context, { library: { name: "batch-lib" }, locale: "pt", ip: "203.0.113.9" });
 });
 
-test("sentAt of the batch is carried on every envelope; absent stays absent", () => {
-  const body: BatchBody = { sentAt: "2026-11-22T09:59:59.000Z", batch: [{ type: "track", messageId: "a", userId: "u", event: "E" }] };
-  assert.is(parse(recordsFromBatch(body, receipt)[0]!.value).sentAt, "2026-11-22T09:59:59.000Z");
-  const without: BatchBody = { batch: [{ type: "track", messageId: "a", userId: "u", event: "E" }] };
-  assert.is("sentAt" in parse(recordsFromBatch(without, receipt)[0]!.value), false);
+test("the writeKey never reaches the topic", () => {
+  const message = { type: "track", messageId: "a", userId: "u", event: "E", writeKey: "secret" } as Message;
+  const result = buildRecords([message], {}, receipt, 1000);
+  assert.ok(result.ok);
+  if (result.ok) assert.not.match(result.records[0]!.value, "secret");
 });
 
-test("an identify body becomes an identify message, sentAt moved to the envelope", () => {
-  const body: IdentifyBody = { messageId: "m", userId: "u", traits: { a: 1 }, sentAt: "2026-11-22T09:00:00.000Z" };
-  const record = recordFromIdentify(body, receipt);
-  const envelope = parse(record.value);
-  assert.is(record.key, "m");
-  assert.is(envelope.message.type, "identify");
-  assert.is(envelope.sentAt, "2026-11-22T09:00:00.000Z");
-  assert.is("sentAt" in envelope.message, false);
-  assert.equal((envelope.message as { traits?: unknown }).traits, { a: 1 });
+test("a message over maxMessageBytes is reported with its index and size", () => {
+  const big = { type: "track", messageId: "b", userId: "u", event: "E", properties: { blob: "x".repeat(2000) } } as Message;
+  const result = buildRecords([{ type: "track", messageId: "a", userId: "u", event: "E" }, big], {}, receipt, 1024);
+  assert.not.ok(result.ok);
+  if (!result.ok) {
+    assert.is(result.index, 1);
+    assert.ok(result.bytes > 2000);
+  }
+});
+
+test("the envelope written around the message is valid JSON with every field", () => {
+  const [e] = build([{ type: "identify", messageId: 'q"uote', userId: "u", traits: { n: "ü" }, timestamp: "2026-11-22T09:00:00.000Z" }], {
+    sentAt: "2026-11-22T09:00:00.000Z",
+  });
+  assert.equal(Object.keys(e!).sort(), ["message", "originalTimestamp", "receivedAt", "sentAt", "workspaceId"]);
+  assert.is(e!.message.messageId, 'q"uote');
 });
 
 test.run();

@@ -1,6 +1,7 @@
 /**
- * Test harness for the live tests: spawns the real ingest and sink processes against the real
- * Kafka and ClickHouse of the local stack, each test run on its own topic, table and group.
+ * Harness of the live tests: spawns the real ingest and sink processes against the real Kafka
+ * and ClickHouse of the local stack. Each LiveStack has its own topic, database and consumer
+ * group, so test files do not see each other's rows.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -13,56 +14,185 @@ import { clickhouseConfig, kafkaConfig } from "../schemas/config";
 
 const dist = join(__dirname, "..");
 
-/** A unique name suffix for this run's topic, table and group. */
-export const runId = randomUUID().slice(0, 8);
-
-/** Environment shared by every process of this run. */
-export const env: Record<string, string> = {
-  ...(process.env as Record<string, string>),
-  KAFKA_TOPIC: `test-events-${runId}`,
-  KAFKA_DLQ_TOPIC: `test-events-dlq-${runId}`,
-  CLICKHOUSE_TABLE: `events_test_${runId}`,
-  SINK_GROUP_ID: `test-sink-${runId}`,
-  SINK_BATCH_WAIT_MS: "200",
-  SINK_SESSION_TIMEOUT_MS: "6000",
-  WRITE_KEYS: "test-key=ws-test,other-key=ws-other",
-  PRODUCE_TIMEOUT_MS: "5000",
-};
-
-export const kafkaSettings = kafkaConfig(env);
-export const clickhouseSettings = clickhouseConfig(env);
-
-/** A ClickHouse client for assertions. */
-export function clickhouse(): ClickHouseClient {
-  const c = clickhouseSettings;
-  return createClient({ url: c.url, username: c.username, password: c.password, database: c.database });
-}
-
-/** A kafkajs client for assertions (offsets, cleanup). */
-export const kafka = new Kafka({ clientId: `test-${runId}`, brokers: kafkaSettings.brokers, logLevel: logLevel.NOTHING });
-
-/** A spawned service and its output. */
+/** A spawned process and its output. */
 export interface Service {
   child: ChildProcess;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Runs `dist/<script>` with the run's env plus `extra`. */
-export function spawnService(script: string, extra: Record<string, string> = {}): Service {
-  const child = spawn(process.execPath, [join(dist, script)], { env: { ...env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
-  let text = "";
-  child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
-  const exited = once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
-  return { child, output: () => text, exited };
+/** An HTTP answer: status, headers, text and parsed JSON (when there is a body). */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json?: Record<string, unknown>;
 }
 
-/** Runs a script to completion; throws with its output when it fails. */
-export async function runScript(script: string, extra: Record<string, string> = {}): Promise<void> {
-  const service = spawnService(script, extra);
-  const { code } = await service.exited;
-  if (code !== 0) throw new Error(`${script} exited ${code}:\n${service.output()}`);
+/** Basic authorization as Segment SDKs send it: base64(writeKey + ':'). */
+export const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`;
+
+/** A set of running services on their own topic, database and group. */
+export class LiveStack {
+  readonly id = randomUUID().slice(0, 8);
+  readonly env: Record<string, string>;
+  readonly database: string;
+  base = "";
+  ch!: ClickHouseClient;
+  ingest?: Service;
+  sink?: Service;
+  readonly kafka: Kafka;
+
+  constructor(extraEnv: Record<string, string> = {}) {
+    this.database = `test_${this.id}`;
+    this.env = {
+      ...(process.env as Record<string, string>),
+      KAFKA_TOPIC: `test-events-${this.id}`,
+      KAFKA_DLQ_TOPIC: `test-events-dlq-${this.id}`,
+      CLICKHOUSE_DATABASE: this.database,
+      SINK_GROUP_ID: `test-sink-${this.id}`,
+      SINK_BATCH_WAIT_MS: "200",
+      SINK_SESSION_TIMEOUT_MS: "6000",
+      WRITE_KEYS: "test-key=ws-test,other-key=ws-other",
+      PRODUCE_TIMEOUT_MS: "5000",
+      ...extraEnv,
+    };
+    this.kafka = new Kafka({ clientId: `test-${this.id}`, brokers: kafkaConfig(this.env).brokers, logLevel: logLevel.NOTHING });
+  }
+
+  /** The events table, qualified. */
+  get table(): string {
+    return `${this.database}.events`;
+  }
+
+  /** Runs setup, starts ingest and sink, waits for readiness. */
+  async start(): Promise<void> {
+    await this.run("sink/setup.js");
+    const c = clickhouseConfig(this.env);
+    this.ch = createClient({ url: c.url, username: c.username, password: c.password, database: this.database });
+    const port = await freePort();
+    this.base = `http://127.0.0.1:${port}`;
+    this.env.INGEST_PORT = String(port);
+    this.ingest = this.spawn("ingest/main.js");
+    this.sink = this.spawn("sink/main.js");
+    await waitFor("ingest /readyz", async () => ((await fetch(`${this.base}/readyz`)).status === 200 ? true : undefined));
+  }
+
+  /** Stops the services and drops this stack's topics and database. */
+  async stop(): Promise<void> {
+    await Promise.all([this.ingest && stopService(this.ingest), this.sink && stopService(this.sink)]);
+    if (this.ch) {
+      await this.ch.command({ query: `DROP DATABASE IF EXISTS ${this.database}` });
+      await this.ch.close();
+    }
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      await admin.deleteTopics({ topics: [this.env.KAFKA_TOPIC!, this.env.KAFKA_DLQ_TOPIC!] });
+    } catch {
+      // housekeeping only: a failure leaves a stray test topic, not a wrong result
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** Runs `dist/<script>` with this stack's env plus `extra`. */
+  spawn(script: string, extra: Record<string, string> = {}): Service {
+    const child = spawn(process.execPath, [join(dist, script)], { env: { ...this.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+    let text = "";
+    child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
+    const exited = once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+    return { child, output: () => text, exited };
+  }
+
+  /** Runs a script to completion; throws with its output when it fails. */
+  async run(script: string, extra: Record<string, string> = {}): Promise<void> {
+    const service = this.spawn(script, extra);
+    const { code } = await service.exited;
+    if (code !== 0) throw new Error(`${script} exited ${code}:\n${service.output()}`);
+  }
+
+  /** POSTs a JSON body (or raw text/bytes) with the test key unless other headers are given. */
+  async post(path: string, body: unknown, headers: Record<string, string> = { authorization: basic("test-key") }): Promise<Answer> {
+    const raw = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+    const response = await fetch(`${this.base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: raw,
+    });
+    return answer(response);
+  }
+
+  /** Rows of a SELECT as objects. Values must be literals: 18.16 has no query parameters. */
+  async select<T>(query: string): Promise<T[]> {
+    const result = await this.ch.query({ query, format: "JSONEachRow" });
+    return result.json<T>();
+  }
+
+  /** Rows under FINAL for these message ids, ordered by message_id. */
+  finalRows<T = Record<string, string>>(ids: string[]): Promise<T[]> {
+    return this.select<T>(`SELECT * FROM ${this.table} FINAL WHERE message_id IN (${sqlList(ids)}) ORDER BY message_id`);
+  }
+
+  /** Waits until exactly `n` rows exist under FINAL for the ids, and returns them. */
+  rowsLanded<T = Record<string, string>>(ids: string[], n = ids.length, timeoutMs = 20_000): Promise<T[]> {
+    return waitFor(
+      `${n} rows for ${ids.length} ids`,
+      async () => {
+        const rows = await this.finalRows<T>(ids);
+        return rows.length === n ? rows : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Waits until exactly `n` rows of a workspace exist under FINAL, and returns them. */
+  waitRows<T>(workspace: string, n: number, timeoutMs = 20_000): Promise<T[]> {
+    return waitFor(
+      `${n} rows of ${workspace}`,
+      async () => {
+        const rows = await this.select<T>(`SELECT * FROM ${this.table} FINAL WHERE workspace_id = '${workspace}' ORDER BY message_id`);
+        return rows.length === n ? rows : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Posts one valid message and waits for its row: the sink has caught up with earlier posts. */
+  async marker(): Promise<void> {
+    const id = `marker-${randomUUID()}`;
+    const posted = await this.post("/v1/track", { event: "marker", userId: "m", messageId: id });
+    if (posted.status !== 200) throw new Error(`marker refused: ${posted.status} ${posted.text}`);
+    await this.rowsLanded([id]);
+  }
+
+  /** Committed offsets of this stack's group vs the topic's end, summed over partitions. */
+  async groupLag(): Promise<{ committed: number; end: number }> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const topic = this.env.KAFKA_TOPIC!;
+      const ends = await admin.fetchTopicOffsets(topic);
+      const [group] = await admin.fetchOffsets({ groupId: this.env.SINK_GROUP_ID!, topics: [topic] });
+      const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+      return { committed, end: ends.reduce((sum, p) => sum + Number(p.high), 0) };
+    } finally {
+      await admin.disconnect();
+    }
+  }
+}
+
+/** Reads a fetch Response into an Answer. */
+export async function answer(response: Response): Promise<Answer> {
+  const text = await response.text();
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
 }
 
 /** Sends SIGTERM and waits for the exit. */
@@ -97,42 +227,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
 
-/** Rows of a SELECT as objects. Values must be literals: ClickHouse 18.16 has no query parameters. */
-export async function select<T>(client: ClickHouseClient, query: string): Promise<T[]> {
-  const result = await client.query({ query, format: "JSONEachRow" });
-  return result.json<T>();
-}
-
 /** `'a','b'` for an IN list of test-made ids (quotes escaped). */
 export function sqlList(values: string[]): string {
   return values.map((v) => `'${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`).join(",");
-}
-
-/** Committed offsets of the run's group vs the topic's end, summed over partitions. */
-export async function groupLag(): Promise<{ committed: number; end: number }> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const ends = await admin.fetchTopicOffsets(kafkaSettings.topic);
-    const [group] = await admin.fetchOffsets({ groupId: env.SINK_GROUP_ID!, topics: [kafkaSettings.topic] });
-    const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
-    const end = ends.reduce((sum, p) => sum + Number(p.high), 0);
-    return { committed, end };
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-/** Deletes the run's topics and table. */
-export async function cleanup(client: ClickHouseClient): Promise<void> {
-  await client.command({ query: `DROP TABLE IF EXISTS ${clickhouseSettings.database}.${clickhouseSettings.table}` });
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await admin.deleteTopics({ topics: [kafkaSettings.topic, kafkaSettings.dlqTopic] });
-  } catch {
-    // deletion is housekeeping; a failure leaves a stray test topic, not a wrong result
-  } finally {
-    await admin.disconnect();
-  }
 }

@@ -1,6 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { validateBatch, validateIdentify } from "../ingest/validate";
+import { validateBatch, validateSingle } from "../ingest/validate";
+
+const validateIdentify = (body: unknown) => validateSingle("identify", body);
 import { samples } from "./samples";
 
 test("the spec's identify sample is valid", () => {
@@ -65,6 +67,34 @@ test("an unknown type, an empty batch and a non-object body are refused", () => 
 test("extra fields that SDKs send are allowed", () => {
   const result = validateIdentify({ ...samples.identify, integrations: { All: true }, _metadata: { x: 1 } });
   assert.ok(result.ok);
+});
+
+test("each single-message route checks its own type's rules and fills in its type", () => {
+  const track = validateSingle("track", { messageId: "m", userId: "u", event: "E" });
+  assert.ok(track.ok);
+  if (track.ok) assert.is(track.value.type, "track");
+  const noEvent = validateSingle("track", { messageId: "m", userId: "u" });
+  assert.equal(noEvent.ok ? [] : noEvent.issues.map((i) => i.path), ["event"]);
+  const noGroupId = validateSingle("group", { messageId: "m", userId: "u" });
+  assert.equal(noGroupId.ok ? [] : noGroupId.issues.map((i) => i.path), ["groupId"]);
+  const aliasNoPrevious = validateSingle("alias", { messageId: "m", userId: "u" });
+  assert.equal(aliasNoPrevious.ok ? [] : aliasNoPrevious.issues.map((i) => i.path), ["previousId"]);
+  assert.ok(validateSingle("page", { messageId: "m", anonymousId: "a" }).ok, "page name is optional");
+  assert.ok(validateSingle("screen", { messageId: "m", anonymousId: "a", name: null }).ok, "screen name is optional");
+});
+
+test("a body whose type disagrees with its route is refused", () => {
+  const result = validateSingle("identify", { type: "track", messageId: "m", userId: "u", event: "E" });
+  assert.not.ok(result.ok);
+  if (!result.ok) assert.equal(result.issues.map((i) => i.path), ["type"]);
+});
+
+test("messageId is required on every route", () => {
+  for (const type of ["identify", "track", "page", "screen", "group", "alias"] as const) {
+    const result = validateSingle(type, { userId: "u", event: "E", groupId: "g", previousId: "p" });
+    assert.not.ok(result.ok, type);
+    if (!result.ok) assert.ok(result.issues.some((i) => i.path === "messageId"), type);
+  }
 });
 
 test.run();
