@@ -36,6 +36,17 @@ const error = (description: string) => ({
   content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
 });
 
+/**
+ * typia renders each type on its own; the cross-field rule of `Identified` (userId or
+ * anonymousId) is added to every message schema here so the document says what the server checks.
+ */
+function withIdentityRule(schemas: Record<string, object>): Record<string, object> {
+  const identified = { anyOf: [{ required: ["userId"] }, { required: ["anonymousId"] }] };
+  return Object.fromEntries(
+    Object.entries(schemas).map(([name, schema]) => [name, /(Body|Message)$/.test(name) && name !== "BatchBody" && name !== "ErrorBody" ? { ...schema, ...identified } : schema]),
+  );
+}
+
 /** Builds the document; `version` is the package version. */
 export function openapiDocument(version: string): object {
   const paths: Record<string, object> = {};
@@ -72,7 +83,7 @@ export function openapiDocument(version: string): object {
     },
     paths,
     components: {
-      schemas: collection.components.schemas,
+      schemas: withIdentityRule(collection.components.schemas as Record<string, object>),
       securitySchemes: {
         basic: { type: "http", scheme: "basic", description: "writeKey as user, empty password" },
         bearer: { type: "http", scheme: "bearer", description: "the writeKey" },

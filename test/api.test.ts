@@ -7,7 +7,11 @@ import { randomUUID } from "node:crypto";
 import { deflateSync, gzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { openapiDocument } from "../ingest/openapi";
 import { answer, basic, LiveStack } from "./harness";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const version: string = (require("../../package.json") as { version: string }).version;
 
 const stack = new LiveStack({ TRUST_PROXY: "1", MAX_BATCH_MESSAGES: "50" });
 const api = suite("API rules (live)");
@@ -181,6 +185,15 @@ api("events keeps every other field the client sent in extra", async () => {
   assert.is((await stack.post("/v1/track", body)).status, 200);
   const [row] = await stack.rowsLanded<{ extra: string }>([messageId]);
   assert.equal(JSON.parse(row!.extra), { integrations: { All: false }, channel: "server", _metadata: { nodeVersion: "20" } });
+});
+
+api("GET /openapi.json serves the document built from the types", async () => {
+  const response = await fetch(`${stack.base}/openapi.json`);
+  assert.is(response.status, 200);
+  const served = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
+  assert.is(served.openapi, "3.1.0");
+  assert.ok(served.paths["/v1/batch"]);
+  assert.equal(served, JSON.parse(JSON.stringify(openapiDocument(version))));
 });
 
 api.run();

@@ -53,9 +53,10 @@ export class LiveStack {
       SINK_GROUP_ID: `test-sink-${this.id}`,
       SINK_BATCH_WAIT_MS: "200",
       SINK_SESSION_TIMEOUT_MS: "6000",
-      WRITE_KEYS: "test-key=ws-test,other-key=ws-other",
       PRODUCE_TIMEOUT_MS: "5000",
       ...extraEnv,
+      // test-key is always there: marker() posts with it
+      WRITE_KEYS: ["test-key=ws-test,other-key=ws-other", extraEnv.WRITE_KEYS].filter(Boolean).join(","),
     };
     this.kafka = new Kafka({ clientId: `test-${this.id}`, brokers: kafkaConfig(this.env).brokers, logLevel: logLevel.NOTHING });
   }
