@@ -12,7 +12,8 @@ import type { EventRecord } from "../schemas/envelope";
 import type { MessageType } from "../schemas/messages";
 import type { AuthHeaders, AuthResult, WriteKeys } from "./auth";
 import { buildRecords, type BatchDefaults } from "./envelope";
-import { validateBatch, validateSingle, type Validation, type ValidationIssue } from "./validate";
+import type { TokenBuckets } from "./ratelimit";
+import { jsonDepthOver, validateBatch, validateSingle, type Validation, type ValidationIssue } from "./validate";
 import type { Message } from "../schemas/messages";
 
 /** What the app needs from the rest of the service. */
@@ -29,6 +30,8 @@ export interface AppDeps {
   corsOrigins: string[];
   /** Seconds a client should wait after a 503. */
   retryAfterSeconds: number;
+  /** Per-workspace rate limit. */
+  rateLimit: TokenBuckets;
   /** The OpenAPI document served at /openapi.json. */
   openapi: object;
   log: Logger;
@@ -42,6 +45,8 @@ export interface Limits {
   maxMessageBytes: number;
   /** Messages in one batch (Segment: 2,500). */
   maxBatchMessages: number;
+  /** Nesting of arrays and objects. */
+  maxJsonDepth: number;
 }
 
 /** JSON body of every error answer. */
@@ -117,6 +122,7 @@ export function createApp(deps: AppDeps): Koa {
         refuseUnauthorized(deps.writeKeys.authenticate(headers)); // a bad header fails before the body is read
       }
       await readBody(ctx, parseJson);
+      if (jsonDepthOver(String(ctx.request.rawBody ?? ""), limits.maxJsonDepth)) throw tooDeep(limits);
       const body = ctx.request.body as Record<string, unknown> | undefined;
       const auth = deps.writeKeys.authenticate(headers, body?.writeKey);
       refuseUnauthorized(auth);
@@ -136,6 +142,11 @@ export function createApp(deps: AppDeps): Koa {
           error: "message_too_large",
           message: `message ${built.index} is ${built.bytes} bytes; the limit is ${limits.maxMessageBytes} bytes per message`,
         });
+      }
+      const allowed = deps.rateLimit.take(auth.workspaceId, built.records.length, performance.now());
+      if (!allowed.ok) {
+        ctx.set("Retry-After", String(allowed.retryAfterSeconds));
+        throw new HttpError(429, { error: "rate_limited", message: "this writeKey sends more messages per second than allowed; retry after Retry-After seconds" });
       }
       await deps.produce(built.records);
       ctx.status = 200;
@@ -212,6 +223,10 @@ async function readBody(ctx: Koa.Context, parseJson: Koa.Middleware): Promise<vo
   await parseJson(ctx, async () => {});
 }
 
+function tooDeep(limits: Limits): HttpError {
+  return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
+}
+
 function refuseUnauthorized(auth: AuthResult): void {
   if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
 }
@@ -259,6 +274,8 @@ function parseErrorBody(status: number, error: Error, limits: Limits): ErrorBody
     return { error: "payload_too_large", message: `the body is over ${limits.maxRequestBytes} bytes (counted after decompression)` };
   }
   if (status === 415) return { error: "unsupported_encoding", message: error.message };
+  // JSON.parse exhausts the stack on extreme nesting before our depth check can run.
+  if (status === 400 && error instanceof RangeError) return tooDeep(limits).body;
   if (status === 400) return { error: "invalid_json", message: `the body is not valid JSON: ${error.message}` };
   return { error: "bad_request", message: error.message };
 }

@@ -7,6 +7,8 @@
  *   with originalTimestamp (RudderStack SDKs) is corrected from that;
  * - batch context is merged under each item's own context, the item's keys winning (Dittofeed);
  *   `context.ip` is the client address when the message has none (Segment);
+ * - every time is rewritten in canonical UTC form (`2026-01-02T03:04:05.678Z`): RFC 3339 allows
+ *   forms (lowercase `t`, offsets) that ClickHouse refuses or reads differently;
  * - the writeKey never reaches the topic;
  * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message).
  */
@@ -64,8 +66,8 @@ export function stored(
   receipt: Receipt,
 ): { message: Message; sentAt?: string; originalTimestamp?: string } {
   const { writeKey: _writeKey, sentAt: ownSentAt, originalTimestamp: rudderTime, ...message } = input as Message & BodyWriteKey;
-  const sentAt = ownSentAt ?? defaults.sentAt ?? undefined;
-  const originalTimestamp = message.timestamp ?? rudderTime ?? undefined;
+  const sentAt = canonical(ownSentAt ?? defaults.sentAt ?? undefined);
+  const originalTimestamp = canonical(message.timestamp ?? rudderTime ?? undefined);
   const timestamp =
     originalTimestamp === undefined
       ? receipt.receivedAt
@@ -81,8 +83,19 @@ export function stored(
   };
 }
 
-/** Segment: timestamp = receivedAt - (sentAt - timestamp). ISO 8601 in, ISO 8601 (UTC, ms) out. */
+/** Upper end of the storable range, ms (see schemas/messages.ts `From1970To2106`). */
+const STORABLE_END_MS = 4_294_967_296_000;
+
+/**
+ * Segment: timestamp = receivedAt - (sentAt - timestamp). ISO 8601 in, canonical ISO 8601 out.
+ * A correction that would leave the storable range keeps the client's timestamp.
+ */
 export function skewCorrected(receivedAt: string, sentAt: string, timestamp: string): string {
   const corrected = Date.parse(receivedAt) - (Date.parse(sentAt) - Date.parse(timestamp));
-  return Number.isFinite(corrected) && Math.abs(corrected) <= 8.64e15 ? new Date(corrected).toISOString() : timestamp;
+  return corrected >= 0 && corrected < STORABLE_END_MS ? new Date(corrected).toISOString() : timestamp;
+}
+
+/** A validated time in canonical UTC form; undefined stays undefined. */
+function canonical(time: string | null | undefined): string | undefined {
+  return time === null || time === undefined ? undefined : new Date(Date.parse(time)).toISOString();
 }

@@ -8,7 +8,8 @@ import { start } from "./service";
 
 const log = pino({ name: "ingest" });
 
-async function main(): Promise<void> {
+/** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */
+export async function runIngest(): Promise<void> {
   const config = ingestConfig(process.env);
   if (config.writeKeys.length === 0) log.warn("WRITE_KEYS is empty: every request will get 401");
   const ingest = await start(config, log);
@@ -29,7 +30,9 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => shutdown("SIGINT"));
 }
 
-main().catch((error: unknown) => {
-  log.fatal({ err: error }, "ingest failed to start");
-  process.exit(1);
-});
+if (require.main === module) {
+  runIngest().catch((error: unknown) => {
+    log.fatal({ err: error }, "ingest failed to start");
+    process.exit(1);
+  });
+}

@@ -1,9 +1,12 @@
 /**
  * The ingest service: connects the producer, then listens. If Kafka is unreachable at start,
- * start() throws (the supervisor restarts it); once running, Kafka failures become 503s.
+ * start() throws (the supervisor restarts it); once running, Kafka failures become 503s and a
+ * probe keeps /readyz honest about whether Kafka answers.
  */
 import { once } from "node:events";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "../schemas/config";
@@ -11,17 +14,22 @@ import { createApp } from "./app";
 import { WriteKeys } from "./auth";
 import { openapiDocument } from "./openapi";
 import { Accumulator } from "./producer";
+import { TokenBuckets } from "./ratelimit";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const VERSION: string = (require("../../package.json") as { version: string }).version;
+
+/** How often the readiness probe asks Kafka for the topic's metadata, ms. */
+const PROBE_INTERVAL_MS = 2_000;
 
 /** A running ingest service. */
 export interface RunningIngest {
   /** The bound address (port 0 in config picks a free one). */
   address: AddressInfo;
   /**
-   * Stops in order: readiness turns 503, the server stops accepting and waits for in-flight
-   * requests, pending records are sent and acknowledged, the producer disconnects.
+   * Stops in order: /readyz turns 503 while requests are still served for `drainDelayMs` (load
+   * balancers stop sending), the server stops accepting and waits for in-flight requests,
+   * pending records are sent and acknowledged, the producer disconnects.
    */
   stop: () => Promise<void>;
 }
@@ -31,17 +39,25 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const kafka = new Kafka({
     clientId: config.kafka.clientId,
     brokers: config.kafka.brokers,
-    logLevel: logLevel.WARN,
+    logLevel: logLevel.ERROR,
   });
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
   });
-  let connected = false;
-  let accepting = true;
-  producer.on(producer.events.CONNECT, () => (connected = true));
-  producer.on(producer.events.DISCONNECT, () => (connected = false));
+  const admin = kafka.admin({ retry: { retries: 0 } });
   await producer.connect();
+  await admin.connect();
+
+  let kafkaAnswers = true;
+  let accepting = true;
+  const probe = setInterval(() => {
+    const deadline = sleep(PROBE_INTERVAL_MS, "timeout" as const);
+    Promise.race([admin.fetchTopicMetadata({ topics: [config.kafka.topic] }), deadline]).then(
+      (result) => (kafkaAnswers = result !== "timeout"),
+      () => (kafkaAnswers = false),
+    );
+  }, PROBE_INTERVAL_MS);
 
   const accumulator = new Accumulator(
     async (records) => {
@@ -58,30 +74,44 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const app = createApp({
     writeKeys: new WriteKeys(config.writeKeys),
     produce: (records) => accumulator.produce(records),
-    isReady: () => accepting && connected,
+    isReady: () => accepting && kafkaAnswers,
     limits: {
       maxRequestBytes: config.maxRequestBytes,
       maxMessageBytes: config.maxMessageBytes,
       maxBatchMessages: config.maxBatchMessages,
+      maxJsonDepth: config.maxJsonDepth,
     },
     trustProxy: config.trustProxy,
     corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,
+    rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),
     openapi: openapiDocument(VERSION),
     log,
   });
-  const server = app.listen(config.port, config.host);
+  // Slow clients (headers or body trickled) are cut off by these timeouts, checked every second.
+  const server = createServer(
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      connectionsCheckingInterval: 1_000,
+    },
+    app.callback(),
+  );
+  server.listen(config.port, config.host);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
   log.info({ host: address.address, port: address.port, topic: config.kafka.topic }, "ingest listening");
 
   const stop = async () => {
     accepting = false;
+    await sleep(config.drainDelayMs);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     await closed;
+    clearInterval(probe);
     await accumulator.drain();
-    await producer.disconnect();
+    await Promise.all([producer.disconnect(), admin.disconnect()]);
     log.info("ingest stopped");
   };
   return { address, stop };

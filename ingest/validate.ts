@@ -47,3 +47,23 @@ function bodyPath(path: string): string {
   if (path === "$input") return "$";
   return path.startsWith("$input.") ? path.slice("$input.".length) : path.replace(/^\$input/, "$");
 }
+
+/**
+ * The deepest nesting of arrays and objects in JSON text, counting only brackets outside
+ * strings; stops counting once past `max`. Pure, one pass over the text.
+ */
+export function jsonDepthOver(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}

@@ -53,6 +53,18 @@ export interface IngestConfig {
   maxMessageBytes: Positive;
   /** Most messages in one batch request (env MAX_BATCH_MESSAGES; Segment: 2,500). */
   maxBatchMessages: Positive;
+  /** Deepest nesting of arrays/objects in a body (env MAX_JSON_DEPTH). */
+  maxJsonDepth: Positive;
+  /** Messages per second per workspace and process; 0 is no limit (env RATE_LIMIT_PER_SECOND). */
+  rateLimitPerSecond: number & tags.Type<"uint32">;
+  /** Token bucket size: messages accepted at once after a quiet spell (env RATE_LIMIT_BURST). */
+  rateLimitBurst: Positive;
+  /** Slow clients: whole headers within, whole request within, idle keep-alive, ms (env INGEST_HEADERS_TIMEOUT_MS, INGEST_REQUEST_TIMEOUT_MS, INGEST_KEEPALIVE_TIMEOUT_MS). */
+  headersTimeoutMs: Positive;
+  requestTimeoutMs: Positive;
+  keepAliveTimeoutMs: Positive;
+  /** On SIGTERM, how long /readyz answers 503 while requests are still served, ms (env INGEST_DRAIN_DELAY_MS). */
+  drainDelayMs: number & tags.Type<"uint32">;
   /** Trust X-Forwarded-For for the client address (env TRUST_PROXY=1; only behind a proxy you run). */
   trustProxy: boolean;
   /** Allowed browser origins for CORS, or `*` (env CORS_ORIGINS, comma-separated). */
@@ -86,8 +98,11 @@ export interface SinkConfig {
   sessionTimeoutMs: number & tags.Type<"uint32"> & tags.Minimum<6000>;
   /** How long a stop may wait for ClickHouse before giving up uncommitted, ms (env SINK_STOP_TIMEOUT_MS). */
   stopTimeoutMs: Positive;
-  /** Test hook (env SINK_CRASH_AFTER_INSERT=1): SIGKILL itself after an insert, before the commit. */
-  crashAfterInsert: boolean;
+  /** /healthz, /readyz and /metrics listen here (env SINK_HTTP_HOST, SINK_HTTP_PORT; 0 picks a free port). */
+  httpHost: Name;
+  httpPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
+  /** Fault-test hook (env SINK_CRASH_AT): SIGKILL itself just before or just after an insert. */
+  crashAt: "" | "before-insert" | "after-insert";
   kafka: KafkaConfig;
   clickhouse: ClickHouseConfig;
 }
@@ -133,6 +148,13 @@ export function ingestConfig(env: Env): IngestConfig {
     maxRequestBytes: int(env.MAX_REQUEST_BYTES, 500 * 1024),
     maxMessageBytes: int(env.MAX_MESSAGE_BYTES, 32 * 1024),
     maxBatchMessages: int(env.MAX_BATCH_MESSAGES, 2_500),
+    maxJsonDepth: int(env.MAX_JSON_DEPTH, 64),
+    rateLimitPerSecond: int(env.RATE_LIMIT_PER_SECOND, 100_000),
+    rateLimitBurst: int(env.RATE_LIMIT_BURST, 200_000),
+    headersTimeoutMs: int(env.INGEST_HEADERS_TIMEOUT_MS, 10_000),
+    requestTimeoutMs: int(env.INGEST_REQUEST_TIMEOUT_MS, 30_000),
+    keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
+    drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
     trustProxy: env.TRUST_PROXY === "1" || env.TRUST_PROXY === "true",
     corsOrigins: list(env.CORS_ORIGINS ?? "*"),
     produceLingerMs: int(env.PRODUCE_LINGER_MS, 5),
@@ -153,7 +175,9 @@ export function sinkConfig(env: Env): SinkConfig {
     retryMaxMs: int(env.SINK_RETRY_MAX_MS, 10_000),
     sessionTimeoutMs: int(env.SINK_SESSION_TIMEOUT_MS, 30_000),
     stopTimeoutMs: int(env.SINK_STOP_TIMEOUT_MS, 20_000),
-    crashAfterInsert: env.SINK_CRASH_AFTER_INSERT === "1",
+    httpHost: env.SINK_HTTP_HOST ?? "127.0.0.1",
+    httpPort: int(env.SINK_HTTP_PORT, 3001),
+    crashAt: (env.SINK_CRASH_AT ?? "") as SinkConfig["crashAt"],
     kafka: kafkaConfig(env),
     clickhouse: clickhouseConfig(env),
   });

@@ -10,8 +10,19 @@ import { tags } from "typia";
 /** A free-form JSON object: traits, properties, context. */
 export type JsonObject = Record<string, unknown>;
 
-/** ISO 8601 date-time with offset, e.g. `2026-01-02T03:04:05.678Z`. */
-export type IsoDateTime = string & tags.Format<"date-time">;
+/**
+ * A time every supported ClickHouse can store: 1970-01-01 up to 2106-02-07 (DateTime is UInt32
+ * seconds; 18.16 silently wraps values outside, so they are refused here instead).
+ */
+export type From1970To2106 = tags.TagBase<{
+  kind: "storable";
+  target: "string";
+  value: undefined;
+  validate: `0 <= Date.parse($input) && Date.parse($input) < 4294967296000`;
+}>;
+
+/** RFC 3339 date-time with offset, e.g. `2026-01-02T03:04:05.678Z`, within the storable range. */
+export type IsoDateTime = string & tags.Format<"date-time"> & From1970To2106;
 
 /** Non-empty identifier (messageId, userId, ...). 200 chars max keeps keys index-friendly. */
 export type Id = string & tags.MinLength<1> & tags.MaxLength<200>;

@@ -21,13 +21,22 @@ export interface LoopDeps {
   batchWaitMs: number;
   retryMinMs: number;
   retryMaxMs: number;
-  /** Test hook: SIGKILL the process after an insert, before its commit. */
-  crashAfterInsert: boolean;
+  /** Fault-test hook: SIGKILL the process just before or just after an insert. */
+  crashAt: "" | "before-insert" | "after-insert";
   log: Logger;
+}
+
+/** What /readyz reports. */
+export interface LoopHealth {
+  /** The consumer has joined its group and not crashed since. */
+  joined: boolean;
+  /** The last insert (or DLQ send) failed and is being retried. */
+  writeFailing: boolean;
 }
 
 /** A running loop. */
 export interface RunningLoop {
+  health: LoopHealth;
   /**
    * Stops fetching, flushes and commits every open batch, then disconnects. If `abortAfterMs`
    * passes first (ClickHouse down), pending retries give up and nothing more is committed:
@@ -45,25 +54,29 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   let heartbeat: () => Promise<void> = async () => {};
   let stopping = false;
   let inBatch: Promise<void> = Promise.resolve();
+  const health: LoopHealth = { joined: false, writeFailing: false };
 
   const retryOptions = (what: string) => ({
     minMs: deps.retryMinMs,
     maxMs: deps.retryMaxMs,
     signal: abort.signal,
     onRetry: async (error: unknown, attempt: number, waitMs: number) => {
+      health.writeFailing = true;
       log.warn({ err: error, attempt, waitMs }, `${what} failed; retrying`);
       await heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
     },
   });
 
   const write = async (batch: PartitionBatch) => {
+    if (deps.crashAt === "before-insert") process.kill(process.pid, "SIGKILL");
     const refused = await retry(() => insertOrSplit(deps.insert, batch.items), retryOptions("insert"));
     const letters = [...batch.deadLetters, ...refused];
     if (letters.length > 0) {
       await retry(() => deps.sendDeadLetters(letters), retryOptions("DLQ send"));
       log.warn({ partition: batch.partition, count: letters.length }, "records sent to the DLQ");
     }
-    if (deps.crashAfterInsert) process.kill(process.pid, "SIGKILL");
+    health.writeFailing = false;
+    if (deps.crashAt === "after-insert") process.kill(process.pid, "SIGKILL");
     // commitOffset = offset + 1: the committed offset is the next record to read.
     const offset = (BigInt(batch.lastOffset) + 1n).toString();
     try {
@@ -108,7 +121,9 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   consumer.on(consumer.events.GROUP_JOIN, () => {
     // After a rebalance kafkajs fetches again from the committed offsets: drop what is unwritten.
     batches.clear();
+    health.joined = true;
   });
+  consumer.on(consumer.events.CRASH, () => (health.joined = false));
 
   const timer = setInterval(() => {
     for (const partition of batches.due(Date.now())) void flush(partition).catch(() => {});
@@ -126,6 +141,7 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   });
 
   return {
+    health,
     stop: async (abortAfterMs) => {
       stopping = true;
       clearInterval(timer);

@@ -9,15 +9,16 @@ import { start } from "./service";
 
 const log = pino({ name: "sink" });
 
-async function main(): Promise<void> {
+/** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */
+export async function runSink(): Promise<void> {
   const config = sinkConfig(process.env);
-  const stop = await start(config, log);
+  const sink = await start(config, log);
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "stopping: finishing batches, committing");
-    stop(config.stopTimeoutMs).then(
+    sink.stop(config.stopTimeoutMs).then(
       () => process.exit(0),
       (error: unknown) => {
         log.error({ err: error }, "unclean stop");
@@ -29,7 +30,9 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => shutdown("SIGINT"));
 }
 
-main().catch((error: unknown) => {
-  log.fatal({ err: error }, "sink failed to start");
-  process.exit(1);
-});
+if (require.main === module) {
+  runSink().catch((error: unknown) => {
+    log.fatal({ err: error }, "sink failed to start");
+    process.exit(1);
+  });
+}

@@ -1,22 +1,39 @@
 /**
- * The sink service: a kafkajs consumer group writing the events topic into ClickHouse.
- * If Kafka or ClickHouse is unreachable at start, start() throws; once running, ClickHouse
- * outages are retried (see consumer.ts) and Kafka outages are kafkajs's to reconnect.
+ * The sink service: a kafkajs consumer group writing the events topic into ClickHouse, and a
+ * small HTTP server for /healthz and /readyz. If Kafka or ClickHouse is unreachable at start,
+ * start() throws; once running, ClickHouse outages are retried (see consumer.ts) and reported
+ * by /readyz, and Kafka outages are kafkajs's to reconnect.
  */
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createClient } from "@clickhouse/client";
+import Router from "@koa/router";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
+import Koa from "koa";
 import type { Logger } from "pino";
 import { quoteIdent } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
-import { runLoop } from "./consumer";
+import { runLoop, type LoopHealth } from "./consumer";
 import { sendDeadLetters } from "./dlq";
 import { clickhouseInsert } from "./writer";
 
-/** Starts the sink; resolves when the consumer has joined its group. Returns the stop function. */
-export async function start(config: SinkConfig, log: Logger): Promise<(abortAfterMs: number) => Promise<void>> {
+/** How often /readyz's view of ClickHouse is refreshed, ms. */
+const PROBE_INTERVAL_MS = 2_000;
+
+/** A running sink. */
+export interface RunningSink {
+  /** Where /healthz and /readyz answer. */
+  address: AddressInfo;
+  /** Stops fetching, finishes and commits open batches (giving up after `abortAfterMs`), disconnects. */
+  stop: (abortAfterMs: number) => Promise<void>;
+}
+
+/** Starts the sink; resolves when the consumer runs and the HTTP server listens. */
+export async function start(config: SinkConfig, log: Logger): Promise<RunningSink> {
   const ch = config.clickhouse;
   const client = createClient({ url: ch.url, username: ch.username, password: ch.password, database: ch.database });
-  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-sink`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
+  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-sink`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
   const consumer = kafka.consumer({
     groupId: config.groupId,
     sessionTimeout: config.sessionTimeoutMs,
@@ -44,15 +61,49 @@ export async function start(config: SinkConfig, log: Logger): Promise<(abortAfte
     batchWaitMs: config.batchWaitMs,
     retryMinMs: config.retryMinMs,
     retryMaxMs: config.retryMaxMs,
-    crashAfterInsert: config.crashAfterInsert,
+    crashAt: config.crashAt,
     log,
   });
-  log.info({ topic: config.kafka.topic, groupId: config.groupId, table: ch.table }, "sink consuming");
 
-  return async (abortAfterMs) => {
-    await loop.stop(abortAfterMs);
-    await dlqProducer.disconnect();
-    await client.close();
-    log.info("sink stopped");
+  let clickhouseAnswers = true;
+  const probe = setInterval(() => {
+    client.ping().then(
+      (result) => (clickhouseAnswers = result.success),
+      () => (clickhouseAnswers = false),
+    );
+  }, PROBE_INTERVAL_MS);
+  const server = createServer(healthApp(loop.health, () => clickhouseAnswers).callback());
+  server.listen(config.httpPort, config.httpHost);
+  await once(server, "listening");
+  const address = server.address() as AddressInfo;
+  log.info({ topic: config.kafka.topic, groupId: config.groupId, table: ch.table, port: address.port }, "sink consuming");
+
+  return {
+    address,
+    stop: async (abortAfterMs) => {
+      clearInterval(probe);
+      await loop.stop(abortAfterMs);
+      await dlqProducer.disconnect();
+      await client.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      log.info("sink stopped");
+    },
   };
+}
+
+/** /healthz: the process runs. /readyz: joined, ClickHouse answers, and inserts are not failing. */
+function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean): Koa {
+  const app = new Koa();
+  const router = new Router();
+  router.get("/healthz", (ctx) => {
+    ctx.body = { status: "ok" };
+  });
+  router.get("/readyz", (ctx) => {
+    const checks = { consumer: health.joined, clickhouse: clickhouseAnswers() && !health.writeFailing };
+    const ready = checks.consumer && checks.clickhouse;
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? "ready" : "not ready", checks };
+  });
+  app.use(router.routes());
+  return app;
 }

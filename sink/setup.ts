@@ -11,7 +11,8 @@ import { ensureTopics } from "./topics";
 
 const log = pino({ name: "setup" });
 
-async function main(): Promise<void> {
+/** Creates the topics and migrates ClickHouse; resolves when both are done. */
+export async function runSetup(): Promise<void> {
   const config = setupConfig(process.env);
   const kafka = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
   const created = await ensureTopics(kafka, config.kafka, config.partitions);
@@ -25,7 +26,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  log.fatal({ err: error }, "setup failed");
-  process.exit(1);
-});
+if (require.main === module) {
+  runSetup().catch((error: unknown) => {
+    log.fatal({ err: error }, "setup failed");
+    process.exit(1);
+  });
+}

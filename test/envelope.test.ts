@@ -70,6 +70,17 @@ test("RudderStack's originalTimestamp is the client time when timestamp is absen
   assert.is("originalTimestamp" in e!.message, false);
 });
 
+test("times are rewritten in canonical UTC form ClickHouse reads", () => {
+  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", timestamp: "2026-11-22t12:00:00+02:00" }]);
+  assert.is(e!.message.timestamp, "2026-11-22T10:00:00.000Z");
+  assert.is(e!.originalTimestamp, "2026-11-22T10:00:00.000Z");
+});
+
+test("a correction that would leave the storable range keeps the client's timestamp", () => {
+  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", timestamp: "1970-01-01T00:00:01.000Z" }], { sentAt: "2100-01-01T00:00:00.000Z" });
+  assert.is(e!.message.timestamp, "1970-01-01T00:00:01.000Z");
+});
+
 test("skew correction keeps offsets' meaning", () => {
   assert.is(skewCorrected("2026-11-22T10:00:00.000Z", "2026-11-22T12:00:00+02:00", "2026-11-22T11:59:00+02:00"), "2026-11-22T09:59:00.000Z");
 });

@@ -53,6 +53,8 @@ export class LiveStack {
       SINK_GROUP_ID: `test-sink-${this.id}`,
       SINK_BATCH_WAIT_MS: "200",
       SINK_SESSION_TIMEOUT_MS: "6000",
+      SINK_HTTP_PORT: "0",
+      INGEST_DRAIN_DELAY_MS: "0",
       PRODUCE_TIMEOUT_MS: "5000",
       ...extraEnv,
       // test-key is always there: marker() posts with it

@@ -128,7 +128,7 @@ live("sink SIGKILLed after its insert but before its commit, restarted -> still 
   await stopService(stack.sink!);
   const before = await stack.groupLag();
   assert.is(before.committed, before.end, "the graceful stop committed everything");
-  const crashing = stack.spawn("sink/main.js", { SINK_CRASH_AFTER_INSERT: "1" });
+  const crashing = stack.spawn("sink/main.js", { SINK_CRASH_AT: "after-insert" });
   const body = { batch: Array.from({ length: 30 }, (_, i) => ({ type: "track", event: `Crash ${i}`, userId: "u-crash", messageId: randomUUID() })) };
   const ids = body.batch.map((m) => m.messageId);
   assert.is((await stack.post("/api/public/apps/batch", body)).status, 200);

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { validateBatch, validateSingle } from "../ingest/validate";
+import { jsonDepthOver, validateBatch, validateSingle } from "../ingest/validate";
 
 const validateIdentify = (body: unknown) => validateSingle("identify", body);
 import { samples } from "./samples";
@@ -95,6 +95,24 @@ test("messageId is required on every route", () => {
     assert.not.ok(result.ok, type);
     if (!result.ok) assert.ok(result.issues.some((i) => i.path === "messageId"), type);
   }
+});
+
+test("times outside what ClickHouse can store are refused by name", () => {
+  for (const timestamp of ["0000-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "2106-02-08T00:00:00Z"]) {
+    const result = validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp });
+    assert.equal(result.ok ? [] : result.issues.map((i) => i.path), ["timestamp"], timestamp);
+  }
+  assert.ok(validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp: "2105-12-31T00:00:00Z" }).ok);
+});
+
+test("JSON depth counts brackets outside strings only", () => {
+  const nested = (n: number) => "[".repeat(n) + "]".repeat(n);
+  assert.is(jsonDepthOver(nested(64), 64), false);
+  assert.is(jsonDepthOver(nested(65), 64), true);
+  assert.is(jsonDepthOver(`{"a":"${"[".repeat(500)}"}`, 2), false, "brackets in strings do not count");
+  assert.is(jsonDepthOver(`{"a":"\\\"[[["}`, 1), false, "escaped quotes do not end the string");
+  assert.is(jsonDepthOver(`{"a":{"b":{"c":1}},"d":[1]}`, 3), false);
+  assert.is(jsonDepthOver(`{"a":{"b":{"c":[1]}}}`, 3), true);
 });
 
 test.run();

@@ -1,0 +1,62 @@
+/**
+ * The operator CLI and the container image's entrypoint:
+ *   ingest | sink            run a service until SIGTERM
+ *   migrate                  create topics and apply ClickHouse migrations, then exit
+ *   dlq replay               send dead letters back to the events topic, then exit
+ * Settings come from the environment (README, Settings). Exit codes: 0 done, 1 failed, 2 usage.
+ */
+import { Kafka, logLevel } from "kafkajs";
+import pino from "pino";
+import { kafkaConfig, sinkConfig } from "../schemas/config";
+import { runIngest } from "../ingest/main";
+import { runSink } from "../sink/main";
+import { replayDeadLetters } from "../sink/replay";
+import { runSetup } from "../sink/setup";
+
+const log = pino({ name: "cli" });
+
+const USAGE = `usage: cli <command>
+  ingest        run the ingest service
+  sink          run the sink
+  migrate       create Kafka topics and apply ClickHouse migrations
+  dlq replay    send dead letters back to the events topic`;
+
+/** Runs one command; resolves with the process exit code (services never resolve). */
+export async function cli(args: string[]): Promise<number> {
+  const [command, sub] = args;
+  switch (command) {
+    case "ingest":
+      await runIngest();
+      return new Promise<number>(() => {}); // runs until a signal stops the process
+    case "sink":
+      await runSink();
+      return new Promise<number>(() => {});
+    case "migrate":
+      await runSetup();
+      return 0;
+    case "dlq":
+      if (sub !== "replay") break;
+      return dlqReplay();
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+async function dlqReplay(): Promise<number> {
+  const config = kafkaConfig(process.env);
+  const groupId = `${sinkConfig(process.env).groupId}-dlq-replay`;
+  const kafka = new Kafka({ clientId: `${config.clientId}-dlq-replay`, brokers: config.brokers, logLevel: logLevel.ERROR });
+  const replayed = await replayDeadLetters(kafka, config, groupId);
+  log.info({ replayed, from: config.dlqTopic, to: config.topic }, "dead letters replayed");
+  return 0;
+}
+
+if (require.main === module) {
+  cli(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      log.fatal({ err: error }, "command failed");
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,48 @@
+/**
+ * Per-workspace rate limit: a token bucket per key, refilled continuously at `ratePerSecond` up
+ * to `burst` tokens; one message costs one token. Pure (time is passed in), per process: with N
+ * ingest replicas a workspace may send N times the rate. A refusal is a value carrying how long
+ * to wait, answered 429 with Retry-After (Segment and RudderStack answer 429 the same way).
+ */
+
+/** The outcome of asking for tokens. */
+export type Take = { ok: true } | { ok: false; retryAfterSeconds: number };
+
+interface Bucket {
+  tokens: number;
+  /** ms timestamp of the last refill. */
+  at: number;
+}
+
+/** Token buckets by key. */
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+
+  /**
+   * @param ratePerSecond tokens added per second; 0 turns the limit off
+   * @param burst bucket size: the most messages accepted at once after a quiet spell
+   */
+  constructor(
+    private readonly ratePerSecond: number,
+    private readonly burst: number,
+  ) {}
+
+  /** Takes `n` tokens from `key`'s bucket at time `nowMs`, or says how long until it could. */
+  take(key: string, n: number, nowMs: number): Take {
+    if (this.ratePerSecond === 0) return { ok: true };
+    let bucket = this.buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { tokens: this.burst, at: nowMs };
+      this.buckets.set(key, bucket);
+    }
+    bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.ratePerSecond);
+    bucket.at = nowMs;
+    if (bucket.tokens >= n) {
+      bucket.tokens -= n;
+      return { ok: true };
+    }
+    // A request larger than the bucket could never pass: it is asked to wait for a full bucket.
+    const missing = Math.min(n, this.burst) - bucket.tokens;
+    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(missing / this.ratePerSecond)) };
+  }
+}
