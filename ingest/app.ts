@@ -99,6 +99,10 @@ export function createApp(deps: AppDeps): Koa {
     extendTypes: { json: [...JSON_TYPES] },
     jsonLimit: `${limits.maxRequestBytes}b`,
     strict: true,
+    // co-body refuses `__proto__` keys by default; JSON.parse keeps them as plain own data,
+    // which is what the client sent. Nothing here copies input keys onto a prototype-bearing
+    // object by assignment (spreads define own properties), so they stay data end to end.
+    ...({ onProtoPoisoning: "ignore" } as object),
   });
 
   router.get("/healthz", (ctx) => {
@@ -199,7 +203,8 @@ export function createApp(deps: AppDeps): Koa {
     }),
   );
   app.use(router.routes());
-  app.use(router.allowedMethods());
+  // A method no route has (TRACE, ...) is the client's mistake: 405, not the router's default 501.
+  app.use(router.allowedMethods({ throw: true, notImplemented: methodNotAllowed, methodNotAllowed }));
   return app;
 }
 
@@ -221,6 +226,10 @@ async function readBody(ctx: Koa.Context, parseJson: Koa.Middleware): Promise<vo
     });
   }
   await parseJson(ctx, async () => {});
+}
+
+function methodNotAllowed(): HttpError {
+  return new HttpError(405, { error: "method_not_allowed", message: "this route answers POST (and OPTIONS for CORS)" });
 }
 
 function tooDeep(limits: Limits): HttpError {

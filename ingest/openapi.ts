@@ -68,6 +68,7 @@ export function openapiDocument(version: string): object {
             "401": error("Missing, unknown or conflicting writeKey"),
             "413": error("Body or one message over its limit"),
             "415": error("Unsupported Content-Type or Content-Encoding"),
+            "429": error("This writeKey is over its rate limit; retry after the Retry-After header's seconds"),
             "503": error("Kafka unavailable; retry after the Retry-After header's seconds"),
           },
         },

@@ -139,9 +139,14 @@ export function clickhouseConfig(env: Env): ClickHouseConfig {
   };
 }
 
-/** Parses and checks the ingest settings. Throws TypeGuardError on a bad value. */
+/**
+ * Parses and checks the ingest settings. Throws TypeGuardError on a bad value, and an Error when
+ * INGEST_KEEPALIVE_TIMEOUT_MS is not below INGEST_HEADERS_TIMEOUT_MS (Node times a kept-alive
+ * socket's wait for the next request's headers with the headers timeout, so a longer keep-alive
+ * would answer 408 to clients reusing a connection).
+ */
 export function ingestConfig(env: Env): IngestConfig {
-  return typia.assert<IngestConfig>({
+  const config = typia.assert<IngestConfig>({
     host: env.INGEST_HOST ?? "127.0.0.1",
     port: int(env.INGEST_PORT, 3000),
     writeKeys: parseWriteKeys(env.WRITE_KEYS ?? ""),
@@ -163,6 +168,10 @@ export function ingestConfig(env: Env): IngestConfig {
     retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
     kafka: kafkaConfig(env),
   });
+  if (config.keepAliveTimeoutMs >= config.headersTimeoutMs) {
+    throw new Error("INGEST_KEEPALIVE_TIMEOUT_MS must be below INGEST_HEADERS_TIMEOUT_MS");
+  }
+  return config;
 }
 
 /** Parses and checks the sink settings. Throws TypeGuardError on a bad value. */

@@ -99,9 +99,9 @@ export class LiveStack {
     }
   }
 
-  /** Runs `dist/<script>` with this stack's env plus `extra`. */
-  spawn(script: string, extra: Record<string, string> = {}): Service {
-    const child = spawn(process.execPath, [join(dist, script)], { env: { ...this.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+  /** Runs `dist/<script> ...args` with this stack's env plus `extra`. */
+  spawn(script: string, extra: Record<string, string> = {}, args: string[] = []): Service {
+    const child = spawn(process.execPath, [join(dist, script), ...args], { env: { ...this.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
     let text = "";
     child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
     child.stderr!.on("data", (d: Buffer) => (text += d.toString()));

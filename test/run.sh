@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: builds, installs chdb-core if missing, brings up the local stack (reusing servers
 # that already answer), runs every uvu test - unit tests, live tests against the real Kafka and
-# ClickHouse, and current-ClickHouse checks in chdb - and stops what it started. Exits with the
-# test runner's status.
+# ClickHouse, and current-ClickHouse checks in chdb - stops what it started, then runs the fault
+# scenarios and the API fuzz on a stack of their own (test/faults/run.sh). Exits non-zero if any
+# test failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
@@ -17,4 +18,12 @@ if ! python3 -c 'import chdb' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check "chdb-core>=26.9,<27" || exit 1
 fi
 stack_up || exit 1
-npx uvu dist/test '\.test\.js$'
+npx uvu dist/test '\.test\.js$' --ignore faults
+rc=$?
+stack_down
+# The fault scenarios and the fuzz run bring up a Kafka and a ClickHouse of their own.
+# FAULTS=0 skips them (they take about five minutes).
+if [[ ${FAULTS:-1} != 0 ]]; then
+  bash test/faults/run.sh || rc=1
+fi
+exit "$rc"

@@ -1,0 +1,244 @@
+/**
+ * Fault scenarios on the real local stack (its own Kafka and ClickHouse, started by
+ * test/faults/run.sh on other ports, so stopping them touches nothing else). Each scenario is
+ * bounded in time and traffic, sends only to 127.0.0.1, and ends with the verdict: every
+ * messageId answered 2xx is in ClickHouse exactly once under FINAL.
+ */
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { Partitioners } from "kafkajs";
+import { DLQ_HEADERS } from "../../schemas/envelope";
+import { basic, LiveStack, stopService, waitFor } from "../harness";
+import { server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
+import { Traffic } from "./traffic";
+
+const PRODUCE_TIMEOUT_MS = 5_000;
+const stack = new LiveStack({
+  KAFKA_TOPIC_PARTITIONS: "6",
+  PRODUCE_TIMEOUT_MS: String(PRODUCE_TIMEOUT_MS),
+  RETRY_AFTER_SECONDS: "1",
+  SINK_RETRY_MIN_MS: "200",
+  SINK_RETRY_MAX_MS: "2000",
+  SINK_BATCH_WAIT_MS: "300",
+});
+const auth = basic("test-key");
+const faults = suite("fault scenarios");
+
+const traffic = (userId: string, workers = 4) =>
+  new Traffic(`${stack.base}/v1/batch`, auth, { userId, batchSize: 10, workers, pauseMs: 50, maxRequests: 20_000 });
+
+const alive = (s: { child: { exitCode: number | null; signalCode: string | null } }) => s.child.exitCode === null && s.child.signalCode === null;
+
+faults.before(() => stack.start());
+faults.after(() => stack.stop());
+
+faults("1. Kafka stopped for 30 s under steady traffic", async () => {
+  const t = traffic("sc-kafka-down");
+  const ingestPid = stack.ingest!.child.pid;
+  t.start();
+  await sleep(5_000);
+  await server("kafka", "stop");
+  await sleep(30_000);
+  const during = t.figures();
+  await server("kafka", "start");
+  const upAt = Date.now();
+  await waitFor("acks after Kafka is back", async () => (t.ackTimes.some((at) => at > upAt) ? true : undefined), 60_000);
+  await sleep(5_000);
+  await t.stop();
+  await t.drain(90_000);
+  assert.ok((during.rejected["503"] ?? 0) > 0, "503s while Kafka was down");
+  assert.is(t.figures().refusalsWithoutRetryAfter, 0, "every 503 has Retry-After");
+  assert.ok(t.figures().slowestRefusalMs <= PRODUCE_TIMEOUT_MS + 2_000, `answered within the deadline: ${t.figures().slowestRefusalMs} ms`);
+  assert.ok(alive(stack.ingest!) && stack.ingest!.child.pid === ingestPid, "the same ingest process kept running");
+  await verdict(stack, "Kafka down 30 s", "sc-kafka-down", t, `503+Retry-After within ${t.figures().slowestRefusalMs} ms; recovered without restarting ingest`);
+});
+
+faults("2. Kafka restarted during 200 concurrent requests", async () => {
+  // 200 workers, each with one request in flight at all times, across the whole restart.
+  const t = new Traffic(`${stack.base}/v1/batch`, auth, { userId: "sc-kafka-restart", batchSize: 5, workers: 200, pauseMs: 0, maxRequests: 20_000 });
+  t.start();
+  await sleep(2_000);
+  await server("kafka", "stop");
+  await server("kafka", "start");
+  const upAt = Date.now();
+  await waitFor("acks after the restart", async () => (t.ackTimes.some((at) => at > upAt) ? true : undefined), 60_000);
+  await t.stop();
+  await t.drain(90_000);
+  assert.ok((t.figures().rejected["503"] ?? 0) > 0, "some requests were refused during the restart");
+  assert.is(t.figures().refusalsWithoutRetryAfter, 0, "every 503 has Retry-After");
+  assert.ok(alive(stack.ingest!), "ingest still running");
+  await verdict(stack, "Kafka restarted under 200 concurrent requests", "sc-kafka-restart", t, "refused requests retried by the client with the same messageIds");
+});
+
+faults("3. ClickHouse stopped for 60 s", async () => {
+  const port = await sinkPort(stack.sink!);
+  const t = traffic("sc-clickhouse-down", 2);
+  t.start();
+  await sleep(3_000);
+  await server("clickhouse", "stop");
+  const downAt = Date.now();
+  await waitFor("sink /readyz to report the outage", async () => ((await sinkReady(port)) === 503 ? true : undefined), 20_000);
+  const committedAtStart = (await stack.groupLag()).committed;
+  await sleep(Math.max(0, 60_000 - (Date.now() - downAt)));
+  const committedAtEnd = (await stack.groupLag()).committed;
+  const during = t.figures();
+  assert.is(committedAtEnd, committedAtStart, "nothing committed while ClickHouse was down");
+  assert.equal(Object.keys(during.rejected), [], "ingest kept answering 200 while ClickHouse was down");
+  assert.ok(alive(stack.sink!), "the sink did not crash");
+  await server("clickhouse", "start");
+  await waitFor("sink /readyz to recover", async () => ((await sinkReady(port)) === 200 ? true : undefined), 60_000);
+  await t.stop();
+  await t.drain(30_000);
+  await verdict(stack, "ClickHouse down 60 s", "sc-clickhouse-down", t, "sink /readyz 503 during the outage, no commit, caught up after");
+});
+
+faults("4. sink SIGKILLed before the insert, after the insert, and at a random moment", async () => {
+  const t = traffic("sc-sink-kill", 2);
+  await stopService(stack.sink!);
+  for (const crashAt of ["before-insert", "after-insert"]) {
+    const crashing = stack.spawn("sink/main.js", { SINK_CRASH_AT: crashAt });
+    for (let i = 0; i < 10; i++) assert.is(await t.once(), 200);
+    const exit = await crashing.exited;
+    assert.is(exit.signal, "SIGKILL", `${crashAt}: the hook fired`);
+  }
+  stack.sink = stack.spawn("sink/main.js");
+  t.start();
+  await sleep(4_000);
+  stack.sink.child.kill("SIGKILL");
+  await stack.sink.exited;
+  stack.sink = stack.spawn("sink/main.js");
+  await sleep(3_000);
+  await t.stop();
+  await t.drain(30_000);
+  await verdict(stack, "Sink SIGKILLed (before insert, after insert, random)", "sc-sink-kill", t, "replayed from the last commit; duplicates collapsed");
+});
+
+faults("5. two sinks in one group: one added, one killed mid-stream (6 partitions)", async () => {
+  const t = traffic("sc-rebalance");
+  const first = stack.sink!;
+  t.start();
+  await sleep(3_000);
+  const second = stack.spawn("sink/main.js");
+  await sleep(6_000);
+  first.child.kill("SIGKILL");
+  await first.exited;
+  await sleep(10_000);
+  await t.stop();
+  await t.drain(30_000);
+  stack.sink = second;
+  await verdict(stack, "Two sinks, rebalance, one killed", "sc-rebalance", t, "the survivor took over the killed member's partitions");
+});
+
+faults("6. poison records: DLQ with original key/value and reason; the valid ones land; lag back to 0; replay", async () => {
+  const producer = stack.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const envelope = (messageId: string, timestamp = new Date().toISOString()) =>
+    JSON.stringify({
+      workspaceId: "ws-test",
+      receivedAt: new Date().toISOString(),
+      message: { type: "track", event: "Poison Test", userId: "sc-poison", messageId, timestamp },
+    });
+  const good = Array.from({ length: 20 }, () => randomUUID());
+  const poison = [
+    { key: "bad-json-1", value: "{not json" },
+    { key: "bad-json-2", value: '{"workspaceId":' },
+    // valid RFC 3339, so it passes the envelope guard, but ClickHouse refuses a lowercase 't'
+    { key: "ch-refuses", value: envelope("ch-refuses", "2026-11-22t10:00:00z") },
+  ];
+  const messages = [...good.slice(0, 10).map((id) => ({ key: id, value: envelope(id) })), ...poison, ...good.slice(10).map((id) => ({ key: id, value: envelope(id) }))];
+  await producer.send({ topic: stack.env.KAFKA_TOPIC!, acks: -1, messages: messages.map((m) => ({ ...m, partition: 0 })) });
+
+  const letters = await waitFor(
+    "3 dead letters",
+    async () => {
+      const found = await readTopic(stack.env.KAFKA_DLQ_TOPIC!);
+      return found.length >= 3 ? found : undefined;
+    },
+    30_000,
+  );
+  const byKey = new Map(letters.map((l) => [l.key, l]));
+  for (const p of poison) {
+    const letter = byKey.get(p.key);
+    assert.ok(letter, `${p.key} is in the DLQ`);
+    assert.is(letter!.value, p.value, `${p.key}: original value kept`);
+    assert.ok(letter!.headers[DLQ_HEADERS.reason]!.length > 0, `${p.key}: reason header`);
+  }
+  assert.is(byKey.get("bad-json-1")!.headers[DLQ_HEADERS.step], "decode");
+  assert.is(byKey.get("ch-refuses")!.headers[DLQ_HEADERS.step], "insert");
+  await waitFor("lag back to 0", async () => {
+    const lag = await stack.groupLag();
+    return lag.committed === lag.end ? lag : undefined;
+  });
+
+  // A record dead-lettered during an incident, whose cause is since fixed, comes back with replay.
+  const fixedId = randomUUID();
+  await producer.send({ topic: stack.env.KAFKA_DLQ_TOPIC!, acks: -1, messages: [{ key: fixedId, value: envelope(fixedId) }] });
+  await producer.disconnect();
+  const replayRun = stack.spawn("deploy/cli.js", {}, ["dlq", "replay"]);
+  const { code } = await replayRun.exited;
+  assert.is(code, 0, replayRun.output());
+  const replayed = JSON.parse(replayRun.output().split("\n").find((l) => l.includes("dead letters replayed"))!) as { replayed: number };
+  assert.is(replayed.replayed, 4, "3 poison + 1 fixed, each once");
+  await stack.rowsLanded([fixedId]);
+  const figures = { sent: 21, acked: 21, rejected: { "DLQ": 3 }, slowestRefusalMs: 0, refusalsWithoutRetryAfter: 0 };
+  await verdict(stack, "Poison records + DLQ replay", "sc-poison", figures, "3 poison to the DLQ (decode x2, insert x1) with original key/value; lag 0; replay re-sent 4, the fixed one landed");
+});
+
+faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", async () => {
+  // Restart the ingest with a drain delay so readiness can be seen turning first.
+  const port = new URL(stack.base).port;
+  await stopService(stack.ingest!);
+  stack.ingest = stack.spawn("ingest/main.js", { INGEST_DRAIN_DELAY_MS: "2000" });
+  await waitFor("ingest ready", async () => ((await fetch(`${stack.base}/readyz`)).status === 200 ? true : undefined));
+  const t = traffic("sc-sigterm");
+  t.start();
+  await sleep(3_000);
+  const acksBefore = t.ackTimes.length;
+  stack.ingest.child.kill("SIGTERM");
+  const readiness = await waitFor("readiness 503 after SIGTERM", async () => ((await fetch(`${stack.base}/readyz`)).status === 503 ? true : undefined), 1_000);
+  assert.ok(readiness);
+  await sleep(1_000);
+  assert.ok(t.ackTimes.length > acksBefore, "requests still served during the drain delay");
+  const ingestExit = await stack.ingest.exited;
+  assert.is(ingestExit.code, 0, "ingest stopped cleanly");
+  stack.ingest = stack.spawn("ingest/main.js", { INGEST_PORT: port });
+  await waitFor("new ingest ready", async () => ((await fetch(`${stack.base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined));
+
+  await sleep(2_000);
+  stack.sink!.child.kill("SIGTERM");
+  const sinkExit = await stack.sink!.exited;
+  assert.is(sinkExit.code, 0, "sink stopped cleanly: batch finished and committed");
+  stack.sink = stack.spawn("sink/main.js");
+  await sleep(3_000);
+  await t.stop();
+  await t.drain(30_000);
+  await verdict(stack, "SIGTERM to ingest, then to the sink", "sc-sigterm", t, "readiness 503 first, in-flight finished, producer flushed; sink committed its batch");
+});
+
+/** Every record of a topic (from the start), with headers as strings. */
+async function readTopic(topic: string): Promise<{ key: string; value: string; headers: Record<string, string> }[]> {
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic);
+  await admin.disconnect();
+  const total = ends.reduce((n, p) => n + Number(p.high), 0);
+  if (total === 0) return [];
+  const consumer = stack.kafka.consumer({ groupId: `read-${randomUUID()}` });
+  await consumer.connect();
+  const records: { key: string; value: string; headers: Record<string, string> }[] = [];
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachMessage: async ({ message }) => {
+        const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+        records.push({ key: String(message.key), value: String(message.value), headers });
+        if (records.length >= total) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return records;
+}
+
+faults.run();
