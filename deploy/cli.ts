@@ -3,11 +3,14 @@
  *   ingest | sink            run a service until SIGTERM
  *   migrate                  create topics and apply ClickHouse migrations, then exit
  *   dlq replay               send dead letters back to the events topic, then exit
+ *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
+ *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
  * Settings come from the environment (README, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { kafkaConfig, sinkConfig } from "../schemas/config";
+import { createKey, readKeys, revokeKeys } from "../ingest/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
 import { replayDeadLetters } from "../sink/replay";
@@ -19,7 +22,11 @@ const USAGE = `usage: cli <command>
   ingest        run the ingest service
   sink          run the sink
   migrate       create Kafka topics and apply ClickHouse migrations
-  dlq replay    send dead letters back to the events topic`;
+  dlq replay    send dead letters back to the events topic
+  keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
+  keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
+  keys revoke <workspaceId>      remove every key of a workspace
+  keys revoke --key <writeKey>   remove one key`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -37,6 +44,33 @@ export async function cli(args: string[]): Promise<number> {
     case "dlq":
       if (sub !== "replay") break;
       return dlqReplay();
+    case "keys":
+      return keys(args.slice(1));
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+function keys(args: string[]): number {
+  const file = process.env.WRITE_KEYS_FILE;
+  if (!file) {
+    process.stderr.write("keys: set WRITE_KEYS_FILE to the keys file\n");
+    return 2;
+  }
+  const [action, first, second] = args;
+  if (action === "create" && first) {
+    process.stdout.write(`${createKey(file, first)}\n`);
+    process.stderr.write(`keys: added a key for ${first} to ${file}; it is shown only now\n`);
+    return 0;
+  }
+  if (action === "list") {
+    for (const entry of readKeys(file)) process.stdout.write(`${entry.workspaceId}\tsha256:${entry.sha256.slice(0, 12)}...\n`);
+    return 0;
+  }
+  if (action === "revoke" && first) {
+    const removed = first === "--key" && second ? revokeKeys(file, { writeKey: second }) : revokeKeys(file, { workspaceId: first });
+    process.stderr.write(`keys: revoked ${removed} key(s)\n`);
+    return removed > 0 ? 0 : 1;
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;

@@ -3,6 +3,7 @@
  * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
  * unless the broker acknowledged every record of the request.
  */
+import { randomUUID } from "node:crypto";
 import cors from "@koa/cors";
 import Router from "@koa/router";
 import Koa from "koa";
@@ -10,10 +11,12 @@ import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
 import type { MessageType } from "../schemas/messages";
-import type { AuthHeaders, AuthResult, WriteKeys } from "./auth";
+import type { AuthHeaders, WriteKeys } from "./auth";
+import { answerError, HttpError, methodNotAllowed, refuseUnauthorized, tooDeep, type ErrorBody } from "./errors";
+import type { IngestMetrics } from "./metrics";
 import { buildRecords, type BatchDefaults } from "./envelope";
 import type { TokenBuckets } from "./ratelimit";
-import { jsonDepthOver, validateBatch, validateSingle, type Validation, type ValidationIssue } from "./validate";
+import { jsonDepthOver, validateBatch, validateSingle, type Validation } from "./validate";
 import type { Message } from "../schemas/messages";
 
 /** What the app needs from the rest of the service. */
@@ -34,6 +37,8 @@ export interface AppDeps {
   rateLimit: TokenBuckets;
   /** The OpenAPI document served at /openapi.json. */
   openapi: object;
+  metrics: IngestMetrics;
+  /** Each request logs through a child with its request id; never a writeKey or a body at info. */
   log: Logger;
 }
 
@@ -49,37 +54,10 @@ export interface Limits {
   maxJsonDepth: number;
 }
 
-/** JSON body of every error answer. */
-export interface ErrorBody {
-  /** Machine-readable code: invalid_json, invalid_body, unauthorized, payload_too_large, ... */
-  error: string;
-  /** What was wrong, for a person. */
-  message: string;
-  /** Each bad field of an invalid_body answer. */
-  issues?: ValidationIssue[];
-}
-
-/** An error answered to the client as it is (4xx, 503). */
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: ErrorBody,
-  ) {
-    super(body.message);
-  }
-}
-
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
 export const PREFIXES = ["/api/public/apps", "/v1"] as const;
 /** The single-message routes. */
 export const SINGLE_TYPES: readonly MessageType[] = ["identify", "track", "page", "screen", "group", "alias"];
-
-const AUTH_MESSAGES = {
-  missing: "a writeKey is required: Authorization: Basic base64(writeKey:), Bearer, PublicWriteKey header, or writeKey in the body",
-  malformed: "the writeKey could not be read (bad scheme, bad base64, or a non-string writeKey)",
-  conflict: "the request names more than one writeKey",
-  unknown: "unknown writeKey",
-} as const;
 
 /** Content-Types whose body is read as JSON. */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
@@ -115,6 +93,10 @@ export function createApp(deps: AppDeps): Koa {
   });
   router.get("/openapi.json", (ctx) => {
     ctx.body = deps.openapi;
+  });
+  router.get("/metrics", async (ctx) => {
+    ctx.type = deps.metrics.registry.contentType;
+    ctx.body = await deps.metrics.registry.metrics();
   });
 
   /** Reads, authenticates and validates; then produces and answers 200 with an empty body. */
@@ -184,14 +166,25 @@ export function createApp(deps: AppDeps): Koa {
   }
 
   app.use(async (ctx, next) => {
+    const started = performance.now();
+    const requestId = requestIdOf(ctx.get("X-Request-Id"));
+    ctx.set("X-Request-Id", requestId);
+    const log = deps.log.child({ reqId: requestId });
+    ctx.state.log = log;
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new HttpError(404, { error: "not_found", message: `no route ${ctx.method} ${ctx.path}` });
       }
     } catch (error) {
-      answerError(ctx, error, deps);
+      answerError(ctx, error, deps.retryAfterSeconds, deps.limits, log);
     }
+    const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched";
+    const seconds = (performance.now() - started) / 1000;
+    deps.metrics.requests.inc({ route, status: String(ctx.status) });
+    deps.metrics.requestSeconds.observe({ route }, seconds);
+    if (ctx.status >= 400) deps.metrics.messagesRefused.inc({ reason: (ctx.body as ErrorBody | undefined)?.error ?? String(ctx.status) });
+    log.debug({ method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1000) }, "request");
   });
   app.use(
     cors({
@@ -228,18 +221,6 @@ async function readBody(ctx: Koa.Context, parseJson: Koa.Middleware): Promise<vo
   await parseJson(ctx, async () => {});
 }
 
-function methodNotAllowed(): HttpError {
-  return new HttpError(405, { error: "method_not_allowed", message: "this route answers POST (and OPTIONS for CORS)" });
-}
-
-function tooDeep(limits: Limits): HttpError {
-  return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
-}
-
-function refuseUnauthorized(auth: AuthResult): void {
-  if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
-}
-
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */
 function clientIp(ip: string): string | undefined {
   if (ip === "") return undefined;
@@ -252,45 +233,8 @@ function corsOrigin(origin: string, allowed: string[]): string {
   return allowed.includes(origin) ? origin : "";
 }
 
-/** Sorts a failure into the answer: client errors as they are, Kafka trouble 503, the rest 500. */
-function answerError(ctx: Koa.Context, error: unknown, deps: AppDeps): void {
-  if (error instanceof HttpError) {
-    ctx.status = error.status;
-    ctx.body = error.body;
-    return;
-  }
-  const status = (error as { status?: unknown }).status;
-  if (typeof status === "number" && status >= 400 && status < 500) {
-    ctx.status = status;
-    ctx.body = parseErrorBody(status, error as Error, deps.limits);
-    return;
-  }
-  if (isKafkaUnavailable(error)) {
-    deps.log.warn({ err: error }, "produce failed; answering 503");
-    ctx.status = 503;
-    ctx.set("Retry-After", String(deps.retryAfterSeconds));
-    ctx.body = { error: "unavailable", message: "events could not be stored now; retry later" } satisfies ErrorBody;
-    return;
-  }
-  deps.log.error({ err: error }, "unexpected error");
-  ctx.status = 500;
-  ctx.body = { error: "internal", message: "internal error" } satisfies ErrorBody;
+/** A client's X-Request-Id when it is short and plain, else a new one. */
+function requestIdOf(header: string): string {
+  return /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
 }
 
-/** Body-parser (co-body / raw-body) failures as error bodies. */
-function parseErrorBody(status: number, error: Error, limits: Limits): ErrorBody {
-  if (status === 413) {
-    return { error: "payload_too_large", message: `the body is over ${limits.maxRequestBytes} bytes (counted after decompression)` };
-  }
-  if (status === 415) return { error: "unsupported_encoding", message: error.message };
-  // JSON.parse exhausts the stack on extreme nesting before our depth check can run.
-  if (status === 400 && error instanceof RangeError) return tooDeep(limits).body;
-  if (status === 400) return { error: "invalid_json", message: `the body is not valid JSON: ${error.message}` };
-  return { error: "bad_request", message: error.message };
-}
-
-/** ProduceTimeoutError and every kafkajs error (their names start with KafkaJS). */
-function isKafkaUnavailable(error: unknown): boolean {
-  const name = (error as { name?: unknown }).name;
-  return typeof name === "string" && (name === "ProduceTimeoutError" || name.startsWith("KafkaJS"));
-}

@@ -2,8 +2,7 @@
  * writeKey -> workspaceId. Pure: reads header values, never the network. A missing, malformed,
  * conflicting or unknown key is a value (`AuthResult`), which the app answers with 401.
  */
-import { createHash } from "node:crypto";
-import type { WriteKeyEntry } from "../schemas/config";
+import { sha256, type WriteKeyEntry } from "../schemas/config";
 
 /** The header values a key may come in (lower-case names, as Node gives them). */
 export interface AuthHeaders {
@@ -68,18 +67,28 @@ function nonEmpty(text: string): string | undefined {
 
 /**
  * The configured keys, held as SHA-256 digests: a lookup hashes the presented key, so no
- * comparison leaks how much of a key matched and the plain keys need not stay in memory.
+ * comparison leaks how much of a key matched and the plain keys are never in memory.
  */
 export class WriteKeys {
-  private readonly byDigest = new Map<string, string>();
+  private byDigest = new Map<string, string>();
 
   constructor(entries: readonly WriteKeyEntry[]) {
-    for (const { writeKey, workspaceId } of entries) this.byDigest.set(digest(writeKey), workspaceId);
+    this.replace(entries);
+  }
+
+  /** Swaps in a new set of keys (a reloaded keys file); requests in flight keep the old set. */
+  replace(entries: readonly WriteKeyEntry[]): void {
+    this.byDigest = new Map(entries.map((e) => [e.sha256, e.workspaceId]));
+  }
+
+  /** How many keys are configured. */
+  get size(): number {
+    return this.byDigest.size;
   }
 
   /** The workspaceId of a key, or undefined when it is not configured. */
   workspaceOf(writeKey: string): string | undefined {
-    return this.byDigest.get(digest(writeKey));
+    return this.byDigest.get(sha256(writeKey));
   }
 
   /**
@@ -100,8 +109,4 @@ export function withBodyKey(header: WriteKeyResult, bodyWriteKey: unknown): Writ
   if (typeof bodyWriteKey !== "string" || bodyWriteKey === "") return { ok: false, reason: "malformed" };
   if (!header.ok) return header.reason === "missing" ? { ok: true, writeKey: bodyWriteKey } : header;
   return header.writeKey === bodyWriteKey ? header : { ok: false, reason: "conflict" };
-}
-
-function digest(writeKey: string): string {
-  return createHash("sha256").update(writeKey, "utf8").digest("hex");
 }

@@ -6,12 +6,10 @@ import pino from "pino";
 import { ingestConfig } from "../schemas/config";
 import { start } from "./service";
 
-const log = pino({ name: "ingest" });
-
 /** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runIngest(): Promise<void> {
   const config = ingestConfig(process.env);
-  if (config.writeKeys.length === 0) log.warn("WRITE_KEYS is empty: every request will get 401");
+  const log = pino({ name: "ingest", level: config.logLevel });
   const ingest = await start(config, log);
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -32,7 +30,7 @@ export async function runIngest(): Promise<void> {
 
 if (require.main === module) {
   runIngest().catch((error: unknown) => {
-    log.fatal({ err: error }, "ingest failed to start");
+    pino({ name: "ingest" }).fatal({ err: error }, "ingest failed to start");
     process.exit(1);
   });
 }

@@ -4,7 +4,7 @@
  * server accepts.
  */
 import typia from "typia";
-import type { ErrorBody } from "./app";
+import type { ErrorBody } from "./errors";
 import { PREFIXES, SINGLE_TYPES } from "./app";
 import type {
   AliasBody,

@@ -4,6 +4,7 @@
  * probe keeps /readyz honest about whether Kafka answers.
  */
 import { once } from "node:events";
+import { unwatchFile, watchFile } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -12,6 +13,8 @@ import type { Logger } from "pino";
 import type { IngestConfig } from "../schemas/config";
 import { createApp } from "./app";
 import { WriteKeys } from "./auth";
+import { readKeys } from "./keys";
+import { ingestMetrics } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator } from "./producer";
 import { TokenBuckets } from "./ratelimit";
@@ -59,20 +62,45 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     );
   }, PROBE_INTERVAL_MS);
 
+  const metrics = ingestMetrics();
   const accumulator = new Accumulator(
     async (records) => {
-      // acks -1: every in-sync replica has the records before the promise resolves.
-      await producer.sendBatch({
-        topicMessages: [{ topic: config.kafka.topic, messages: records }],
-        acks: -1,
-        timeout: config.produceTimeoutMs,
-      });
+      const timer = metrics.produceSeconds.startTimer();
+      try {
+        // acks -1: every in-sync replica has the records before the promise resolves.
+        await producer.sendBatch({
+          topicMessages: [{ topic: config.kafka.topic, messages: records }],
+          acks: -1,
+          timeout: config.produceTimeoutMs,
+        });
+        timer({ status: "ok" });
+        metrics.recordsProduced.inc({ topic: config.kafka.topic }, records.length);
+      } catch (error) {
+        timer({ status: "failed" });
+        throw error;
+      }
     },
     { lingerMs: config.produceLingerMs, maxBatch: config.produceMaxBatch, timeoutMs: config.produceTimeoutMs },
   );
 
+  // Keys from WRITE_KEYS and the keys file; the file is re-read when it changes (a Kubernetes
+  // Secret update, `keys create|revoke`). A bad file keeps the keys in force and logs why.
+  const keysOf = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
+  const writeKeys = new WriteKeys(keysOf());
+  if (writeKeys.size === 0) log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE): every request will get 401");
+  if (config.writeKeysFile) {
+    watchFile(config.writeKeysFile, { interval: 1_000 }, () => {
+      try {
+        writeKeys.replace(keysOf());
+        log.info({ keys: writeKeys.size }, "write keys reloaded");
+      } catch (error) {
+        log.error({ err: error }, "keys file unreadable; the previous keys stay in force");
+      }
+    });
+  }
+
   const app = createApp({
-    writeKeys: new WriteKeys(config.writeKeys),
+    writeKeys,
     produce: (records) => accumulator.produce(records),
     isReady: () => accepting && kafkaAnswers,
     limits: {
@@ -86,6 +114,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     retryAfterSeconds: config.retryAfterSeconds,
     rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),
     openapi: openapiDocument(VERSION),
+    metrics,
     log,
   });
   // Slow clients (headers or body trickled) are cut off by these timeouts, checked every second.
@@ -110,6 +139,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     server.closeIdleConnections();
     await closed;
     clearInterval(probe);
+    if (config.writeKeysFile) unwatchFile(config.writeKeysFile);
     await accumulator.drain();
     await Promise.all([producer.disconnect(), admin.disconnect()]);
     log.info("ingest stopped");

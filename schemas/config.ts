@@ -3,6 +3,7 @@
  * and passed down as arguments. Nothing below main reads process.env. A bad value throws at
  * start (typia's TypeGuardError naming the field), never later.
  */
+import { createHash } from "node:crypto";
 import typia, { tags } from "typia";
 
 type Port = number & tags.Type<"uint32"> & tags.Minimum<1> & tags.Maximum<65535>;
@@ -34,19 +35,27 @@ export interface ClickHouseConfig {
   table: Name;
 }
 
-/** One writeKey and the workspace it belongs to. */
+/** One accepted writeKey, held only as its SHA-256, and the workspace it belongs to. */
 export interface WriteKeyEntry {
-  writeKey: Name;
+  /** Lower-case hex SHA-256 of the key's UTF-8 bytes. */
+  sha256: string & tags.Pattern<"^[0-9a-f]{64}$">;
   workspaceId: Name;
 }
+
+/** pino's levels. */
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
 /** Settings of the ingest service. */
 export interface IngestConfig {
   /** Listen address (env INGEST_HOST, INGEST_PORT). */
   host: Name;
   port: Port;
-  /** env WRITE_KEYS: `key=workspaceId` pairs, comma-separated. */
+  /** env WRITE_KEYS: `key=workspaceId` (or `sha256:<hex>=workspaceId`) pairs, comma-separated. */
   writeKeys: WriteKeyEntry[];
+  /** env WRITE_KEYS_FILE: a keys file, one entry per line, re-read when it changes. */
+  writeKeysFile?: Name;
+  /** pino level: fatal, error, warn, info, debug, trace (env LOG_LEVEL). */
+  logLevel: LogLevel;
   /** Largest request body in bytes, after decompression (env MAX_REQUEST_BYTES; Segment: 500 KB). */
   maxRequestBytes: Positive;
   /** Largest stored message in bytes of JSON (env MAX_MESSAGE_BYTES; Segment: 32 KB). */
@@ -101,6 +110,8 @@ export interface SinkConfig {
   /** /healthz, /readyz and /metrics listen here (env SINK_HTTP_HOST, SINK_HTTP_PORT; 0 picks a free port). */
   httpHost: Name;
   httpPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
+  /** pino level (env LOG_LEVEL). */
+  logLevel: LogLevel;
   /** Fault-test hook (env SINK_CRASH_AT): SIGKILL itself just before or just after an insert. */
   crashAt: "" | "before-insert" | "after-insert";
   kafka: KafkaConfig;
@@ -149,7 +160,9 @@ export function ingestConfig(env: Env): IngestConfig {
   const config = typia.assert<IngestConfig>({
     host: env.INGEST_HOST ?? "127.0.0.1",
     port: int(env.INGEST_PORT, 3000),
-    writeKeys: parseWriteKeys(env.WRITE_KEYS ?? ""),
+    writeKeys: parseWriteKeys(list(env.WRITE_KEYS ?? "")),
+    ...(env.WRITE_KEYS_FILE ? { writeKeysFile: env.WRITE_KEYS_FILE } : {}),
+    logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
     maxRequestBytes: int(env.MAX_REQUEST_BYTES, 500 * 1024),
     maxMessageBytes: int(env.MAX_MESSAGE_BYTES, 32 * 1024),
     maxBatchMessages: int(env.MAX_BATCH_MESSAGES, 2_500),
@@ -187,6 +200,7 @@ export function sinkConfig(env: Env): SinkConfig {
     httpHost: env.SINK_HTTP_HOST ?? "127.0.0.1",
     httpPort: int(env.SINK_HTTP_PORT, 3001),
     crashAt: (env.SINK_CRASH_AT ?? "") as SinkConfig["crashAt"],
+    logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
     kafka: kafkaConfig(env),
     clickhouse: clickhouseConfig(env),
   });
@@ -202,17 +216,32 @@ export function setupConfig(env: Env): SetupConfig {
 }
 
 /**
- * Parses WRITE_KEYS: `key=workspaceId` pairs separated by commas; blanks ignored. The last `=`
- * splits, so a key may itself contain `=` (base64 padding). Entries without `=` are kept with an
- * empty workspaceId, which the guard then rejects by name.
+ * Parses write-key entries: `key=workspaceId` (the key is hashed here and not kept) or
+ * `sha256:<hex>=workspaceId`. The last `=` splits, so a key may itself contain `=` (base64
+ * padding). A malformed entry is kept with an empty field, which the guard then refuses by name.
  */
-export function parseWriteKeys(text: string): WriteKeyEntry[] {
-  return list(text).map((pair) => {
-    const at = pair.lastIndexOf("=");
-    return at < 0
-      ? { writeKey: pair, workspaceId: "" }
-      : { writeKey: pair.slice(0, at).trim(), workspaceId: pair.slice(at + 1).trim() };
+export function parseWriteKeys(entries: string[]): WriteKeyEntry[] {
+  return entries.map((entry) => {
+    const at = entry.lastIndexOf("=");
+    const key = at < 0 ? entry : entry.slice(0, at).trim();
+    const workspaceId = at < 0 ? "" : entry.slice(at + 1).trim();
+    const hashed = /^sha256:([0-9a-fA-F]{64})$/.exec(key);
+    return { sha256: hashed ? hashed[1]!.toLowerCase() : sha256(key), workspaceId };
   });
+}
+
+/**
+ * The entries of a keys file: one per line, blank lines and `#` comments skipped. Throws
+ * TypeGuardError naming the bad entry.
+ */
+export function parseKeysFile(text: string): WriteKeyEntry[] {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+  return typia.assert<WriteKeyEntry[]>(parseWriteKeys(lines));
+}
+
+/** Lower-case hex SHA-256 of a key's UTF-8 bytes. */
+export function sha256(writeKey: string): string {
+  return createHash("sha256").update(writeKey, "utf8").digest("hex");
 }
 
 function list(text: string): string[] {

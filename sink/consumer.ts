@@ -9,6 +9,7 @@ import type { Consumer, EachBatchPayload } from "kafkajs";
 import type { Logger } from "pino";
 import { PartitionBatches, type DeadLetter, type PartitionBatch } from "./batch";
 import { decode } from "./decode";
+import type { SinkMetrics } from "./metrics";
 import { insertOrSplit, retry, type InsertRows } from "./writer";
 
 /** What the loop needs. */
@@ -23,6 +24,7 @@ export interface LoopDeps {
   retryMaxMs: number;
   /** Fault-test hook: SIGKILL the process just before or just after an insert. */
   crashAt: "" | "before-insert" | "after-insert";
+  metrics: SinkMetrics;
   log: Logger;
 }
 
@@ -67,12 +69,22 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
     },
   });
 
+  const { metrics } = deps;
   const write = async (batch: PartitionBatch) => {
     if (deps.crashAt === "before-insert") process.kill(process.pid, "SIGKILL");
+    const partition = String(batch.partition);
+    const timer = metrics.batchWriteSeconds.startTimer({ partition });
     const refused = await retry(() => insertOrSplit(deps.insert, batch.items), retryOptions("insert"));
+    timer();
+    const inserted = batch.items.length - refused.length;
+    metrics.batchRows.observe({ partition }, inserted);
+    metrics.rowsInserted.inc({ topic }, inserted);
+    const now = Date.now();
+    for (const item of batch.items) metrics.eventDelaySeconds.observe((now - Date.parse(item.row.received_at)) / 1000);
     const letters = [...batch.deadLetters, ...refused];
     if (letters.length > 0) {
       await retry(() => deps.sendDeadLetters(letters), retryOptions("DLQ send"));
+      for (const letter of letters) metrics.dlqRecords.inc({ step: letter.step });
       log.warn({ partition: batch.partition, count: letters.length }, "records sent to the DLQ");
     }
     health.writeFailing = false;
@@ -81,7 +93,9 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
     const offset = (BigInt(batch.lastOffset) + 1n).toString();
     try {
       await consumer.commitOffsets([{ topic, partition: batch.partition, offset }]);
+      metrics.commits.inc({ status: "ok" });
     } catch (error) {
+      metrics.commits.inc({ status: "failed" });
       // The rows are stored; a lost commit only means they are read and collapsed again.
       log.warn({ err: error, partition: batch.partition, offset }, "commit failed; records will be replayed");
     }
@@ -104,6 +118,7 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
 
   const eachBatch = async ({ batch, resolveOffset, heartbeat: beat, isRunning, isStale }: EachBatchPayload) => {
     heartbeat = beat;
+    metrics.consumerLag.set({ topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
     for (const message of batch.messages) {
       if (stopping || !isRunning() || isStale()) break;
       const decoded = decode(message.value);

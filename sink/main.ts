@@ -7,11 +7,10 @@ import pino from "pino";
 import { sinkConfig } from "../schemas/config";
 import { start } from "./service";
 
-const log = pino({ name: "sink" });
-
 /** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runSink(): Promise<void> {
   const config = sinkConfig(process.env);
+  const log = pino({ name: "sink", level: config.logLevel });
   const sink = await start(config, log);
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -32,7 +31,7 @@ export async function runSink(): Promise<void> {
 
 if (require.main === module) {
   runSink().catch((error: unknown) => {
-    log.fatal({ err: error }, "sink failed to start");
+    pino({ name: "sink" }).fatal({ err: error }, "sink failed to start");
     process.exit(1);
   });
 }

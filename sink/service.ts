@@ -16,6 +16,7 @@ import { quoteIdent } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
 import { runLoop, type LoopHealth } from "./consumer";
 import { sendDeadLetters } from "./dlq";
+import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clickhouseInsert } from "./writer";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
@@ -51,6 +52,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
 
   await client.ping();
   await Promise.all([consumer.connect(), dlqProducer.connect()]);
+  const metrics = sinkMetrics();
   const loop = await runLoop({
     consumer,
     topic: config.kafka.topic,
@@ -62,6 +64,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     retryMinMs: config.retryMinMs,
     retryMaxMs: config.retryMaxMs,
     crashAt: config.crashAt,
+    metrics,
     log,
   });
 
@@ -72,7 +75,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       () => (clickhouseAnswers = false),
     );
   }, PROBE_INTERVAL_MS);
-  const server = createServer(healthApp(loop.health, () => clickhouseAnswers).callback());
+  const server = createServer(healthApp(loop.health, () => clickhouseAnswers, metrics).callback());
   server.listen(config.httpPort, config.httpHost);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
@@ -91,8 +94,11 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   };
 }
 
-/** /healthz: the process runs. /readyz: joined, ClickHouse answers, and inserts are not failing. */
-function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean): Koa {
+/**
+ * /healthz: the process runs. /readyz: joined, ClickHouse answers, and inserts are not failing.
+ * /metrics: Prometheus text.
+ */
+function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean, metrics: SinkMetrics): Koa {
   const app = new Koa();
   const router = new Router();
   router.get("/healthz", (ctx) => {
@@ -103,6 +109,10 @@ function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean): Koa {
     const ready = checks.consumer && checks.clickhouse;
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? "ready" : "not ready", checks };
+  });
+  router.get("/metrics", async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
   });
   app.use(router.routes());
   return app;

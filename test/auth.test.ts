@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { WriteKeys, withBodyKey, writeKeyFromHeaders } from "../ingest/auth";
+import { parseWriteKeys } from "../schemas/config";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
@@ -48,10 +49,7 @@ test("two headers naming different keys conflict; the same key twice is fine", (
 });
 
 test("WriteKeys maps known keys to their workspace and refuses unknown ones", () => {
-  const keys = new WriteKeys([
-    { writeKey: "k1", workspaceId: "ws1" },
-    { writeKey: "k2", workspaceId: "ws2" },
-  ]);
+  const keys = new WriteKeys(parseWriteKeys(["k1=ws1", "k2=ws2"]));
   assert.equal(keys.authenticate({ authorization: "Bearer k2" }), { ok: true, workspaceId: "ws2" });
   assert.equal(keys.authenticate({ authorization: "Bearer k3" }), { ok: false, reason: "unknown" });
   assert.equal(keys.authenticate({}), { ok: false, reason: "missing" });
@@ -66,7 +64,7 @@ test("the body's writeKey alone authenticates; with a header they must agree", (
   assert.equal(withBodyKey({ ok: true, writeKey: "k" }, undefined), { ok: true, writeKey: "k" });
   assert.equal(withBodyKey({ ok: false, reason: "missing" }, 42), { ok: false, reason: "malformed" });
   assert.equal(withBodyKey({ ok: false, reason: "malformed" }, "k"), { ok: false, reason: "malformed" });
-  const keys = new WriteKeys([{ writeKey: "k1", workspaceId: "ws1" }]);
+  const keys = new WriteKeys(parseWriteKeys(["k1=ws1"]));
   assert.equal(keys.authenticate({}, "k1"), { ok: true, workspaceId: "ws1" });
   assert.equal(keys.authenticate({ authorization: "Bearer k1" }, "k2"), { ok: false, reason: "conflict" });
 });

@@ -1,0 +1,99 @@
+/**
+ * Error answers of the ingest: every refusal is a JSON body `{ error, message, issues? }` with a
+ * status saying whose fault it is. Client mistakes are 4xx as they are; Kafka failing or too slow
+ * is 503 with Retry-After (retriable); anything else is a logged 500.
+ */
+import type Koa from "koa";
+import type { Logger } from "pino";
+import type { AuthResult } from "./auth";
+import type { ValidationIssue } from "./validate";
+
+/** JSON body of every error answer. */
+export interface ErrorBody {
+  /** Machine-readable code: invalid_json, invalid_body, unauthorized, payload_too_large, ... */
+  error: string;
+  /** What was wrong, for a person. */
+  message: string;
+  /** Each bad field of an invalid_body answer. */
+  issues?: ValidationIssue[];
+}
+
+/** An error answered to the client as it is (4xx, 503). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody,
+  ) {
+    super(body.message);
+  }
+}
+
+/** Body limits named in error messages. */
+export interface ErrorLimits {
+  maxRequestBytes: number;
+  maxJsonDepth: number;
+}
+
+const AUTH_MESSAGES = {
+  missing: "a writeKey is required: Authorization: Basic base64(writeKey:), Bearer, PublicWriteKey header, or writeKey in the body",
+  malformed: "the writeKey could not be read (bad scheme, bad base64, or a non-string writeKey)",
+  conflict: "the request names more than one writeKey",
+  unknown: "unknown writeKey",
+} as const;
+
+/** 405: the route answers POST only (and OPTIONS for CORS). */
+export function methodNotAllowed(): HttpError {
+  return new HttpError(405, { error: "method_not_allowed", message: "this route answers POST (and OPTIONS for CORS)" });
+}
+
+export function tooDeep(limits: ErrorLimits): HttpError {
+  return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
+}
+
+/** 401 for every failed authentication. */
+export function refuseUnauthorized(auth: AuthResult): void {
+  if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
+}
+
+/** Sorts a failure into the answer: client errors as they are, Kafka trouble 503, the rest 500. */
+export function answerError(ctx: Koa.Context, error: unknown, retryAfterSeconds: number, limits: ErrorLimits, log: Logger): void {
+  if (error instanceof HttpError) {
+    ctx.status = error.status;
+    ctx.body = error.body;
+    return;
+  }
+  const status = (error as { status?: unknown }).status;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    ctx.status = status;
+    ctx.body = parseErrorBody(status, error as Error, limits);
+    return;
+  }
+  if (isKafkaUnavailable(error)) {
+    log.warn({ err: error }, "produce failed; answering 503");
+    ctx.status = 503;
+    ctx.set("Retry-After", String(retryAfterSeconds));
+    ctx.body = { error: "unavailable", message: "events could not be stored now; retry later" } satisfies ErrorBody;
+    return;
+  }
+  log.error({ err: error }, "unexpected error");
+  ctx.status = 500;
+  ctx.body = { error: "internal", message: "internal error" } satisfies ErrorBody;
+}
+
+/** Body-parser (co-body / raw-body) failures as error bodies. */
+function parseErrorBody(status: number, error: Error, limits: ErrorLimits): ErrorBody {
+  if (status === 413) {
+    return { error: "payload_too_large", message: `the body is over ${limits.maxRequestBytes} bytes (counted after decompression)` };
+  }
+  if (status === 415) return { error: "unsupported_encoding", message: error.message };
+  // JSON.parse exhausts the stack on extreme nesting before our depth check can run.
+  if (status === 400 && error instanceof RangeError) return tooDeep(limits).body;
+  if (status === 400) return { error: "invalid_json", message: `the body is not valid JSON: ${error.message}` };
+  return { error: "bad_request", message: error.message };
+}
+
+/** ProduceTimeoutError and every kafkajs error (their names start with KafkaJS). */
+function isKafkaUnavailable(error: unknown): boolean {
+  const name = (error as { name?: unknown }).name;
+  return typeof name === "string" && (name === "ProduceTimeoutError" || name.startsWith("KafkaJS"));
+}

@@ -1,0 +1,40 @@
+/**
+ * Prometheus metrics of the sink (prom-client), on its own registry. Names follow
+ * `sink_<noun>_<unit>`; labels are topic, partition, step and status only.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** The sink's metrics. */
+export interface SinkMetrics {
+  registry: Registry;
+  /** Rows per flushed batch. */
+  batchRows: Histogram<"partition">;
+  /** Time to insert one batch (with retries and splits), s. */
+  batchWriteSeconds: Histogram<"partition">;
+  /** Rows ClickHouse acknowledged. */
+  rowsInserted: Counter<"topic">;
+  /** Records sent to the DLQ, by the step that refused them. */
+  dlqRecords: Counter<"step">;
+  /** Records behind the partition's high watermark at the last fetch. */
+  consumerLag: Gauge<"topic" | "partition">;
+  /** Time from the ingest's receivedAt to the insert's acknowledgement, s. */
+  eventDelaySeconds: Histogram;
+  /** Offset commits, by outcome. */
+  commits: Counter<"status">;
+}
+
+/** Creates the metrics on a fresh registry, with Node's process metrics prefixed `sink_`. */
+export function sinkMetrics(): SinkMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "sink_" });
+  return {
+    registry,
+    batchRows: new Histogram({ name: "sink_batch_rows", help: "Rows per flushed batch", labelNames: ["partition"], buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000], registers: [registry] }),
+    batchWriteSeconds: new Histogram({ name: "sink_batch_write_seconds", help: "Insert time of one batch, retries included", labelNames: ["partition"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
+    rowsInserted: new Counter({ name: "sink_rows_inserted_total", help: "Rows acknowledged by ClickHouse", labelNames: ["topic"], registers: [registry] }),
+    dlqRecords: new Counter({ name: "sink_dlq_records_total", help: "Records sent to the DLQ", labelNames: ["step"], registers: [registry] }),
+    consumerLag: new Gauge({ name: "sink_consumer_lag_records", help: "Records behind the high watermark", labelNames: ["topic", "partition"], registers: [registry] }),
+    eventDelaySeconds: new Histogram({ name: "sink_event_delay_seconds", help: "receivedAt to insert acknowledged", buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300], registers: [registry] }),
+    commits: new Counter({ name: "sink_commits_total", help: "Offset commits, by outcome", labelNames: ["status"], registers: [registry] }),
+  };
+}
