@@ -1,7 +1,9 @@
 /**
- * Per-partition batches of decoded records, flushed by size or by age. Pure bookkeeping: no I/O,
- * time comes in as an argument. A batch remembers the last offset it holds so the commit after
- * its insert covers exactly what was written.
+ * Open batches of decoded records, one per partition, flushed together by size or by age: one
+ * flush is one INSERT of every partition's rows (ClickHouse: at least 1,000 rows per insert and
+ * about one insert per second per table), then one commit per partition. Pure bookkeeping: no
+ * I/O, time comes in as an argument. Each partition's batch remembers the last offset it holds,
+ * so the commit after the insert covers exactly what was written.
  */
 import type { EventRow } from "../schemas/row";
 
@@ -36,58 +38,56 @@ export interface PartitionBatch {
   openedAt: number;
 }
 
-/** Flush triggers. */
+/** Flush triggers, over every partition's open batch together. */
 export interface BatchLimits {
-  /** Records (rows and dead letters) that make a batch full. */
+  /** Records held (rows and dead letters, all partitions) that make a flush due at once. */
   maxRows: number;
-  /** Age of a batch's first record that makes it due, ms. */
+  /** Age of the oldest record held that makes a flush due, ms. */
   maxWaitMs: number;
 }
 
-/** Open batches, one per partition. */
+/** Open batches, one per partition, flushed together. */
 export class PartitionBatches {
   private readonly open = new Map<number, PartitionBatch>();
+  private held = 0;
 
   constructor(private readonly limits: BatchLimits) {}
 
-  /** Adds a row. Returns true when the partition's batch is now full. */
+  /** Adds a row. Returns true when the records held reach `maxRows`. */
   addRow(item: BatchItem, now: number): boolean {
-    const batch = this.batchOf(item.partition, item.offset, now);
-    batch.items.push(item);
-    return this.isFull(batch);
+    this.batchOf(item.partition, item.offset, now).items.push(item);
+    return ++this.held >= this.limits.maxRows;
   }
 
   /** Adds a record that goes to the DLQ; it still counts toward the commit. */
   addDeadLetter(letter: DeadLetter, now: number): boolean {
-    const batch = this.batchOf(letter.partition, letter.offset, now);
-    batch.deadLetters.push(letter);
-    return this.isFull(batch);
+    this.batchOf(letter.partition, letter.offset, now).deadLetters.push(letter);
+    return ++this.held >= this.limits.maxRows;
   }
 
-  /** Partitions whose batch has waited `maxWaitMs` or more. */
-  due(now: number): number[] {
-    const due: number[] = [];
-    for (const [partition, batch] of this.open) {
-      if (now - batch.openedAt >= this.limits.maxWaitMs) due.push(partition);
-    }
-    return due;
+  /** Whether the oldest record held has waited `maxWaitMs` or more. */
+  due(now: number): boolean {
+    for (const batch of this.open.values()) if (now - batch.openedAt >= this.limits.maxWaitMs) return true;
+    return false;
   }
 
-  /** Removes and returns a partition's batch. */
-  take(partition: number): PartitionBatch | undefined {
-    const batch = this.open.get(partition);
-    this.open.delete(partition);
-    return batch;
+  /** Removes and returns every open batch (one flush). */
+  takeAll(): PartitionBatch[] {
+    const batches = [...this.open.values()];
+    this.open.clear();
+    this.held = 0;
+    return batches;
   }
 
-  /** Partitions with an open batch. */
-  partitions(): number[] {
-    return [...this.open.keys()];
+  /** Records held, all partitions. */
+  get size(): number {
+    return this.held;
   }
 
   /** Drops every open batch (after a rebalance the records are fetched again from the commit). */
   clear(): void {
     this.open.clear();
+    this.held = 0;
   }
 
   private batchOf(partition: number, offset: string, now: number): PartitionBatch {
@@ -98,9 +98,5 @@ export class PartitionBatches {
     }
     batch.lastOffset = offset;
     return batch;
-  }
-
-  private isFull(batch: PartitionBatch): boolean {
-    return batch.items.length + batch.deadLetters.length >= this.limits.maxRows;
   }
 }

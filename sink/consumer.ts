@@ -51,7 +51,6 @@ export interface RunningLoop {
 export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   const { consumer, topic, log } = deps;
   const batches = new PartitionBatches({ maxRows: deps.batchRows, maxWaitMs: deps.batchWaitMs });
-  const chains = new Map<number, Promise<void>>();
   const abort = new AbortController();
   let heartbeat: () => Promise<void> = async () => {};
   let stopping = false;
@@ -70,49 +69,49 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   });
 
   const { metrics } = deps;
-  const write = async (batch: PartitionBatch) => {
+  /** One flush: every partition's rows in one insert, dead letters to the DLQ, then the commits. */
+  const write = async (open: PartitionBatch[]) => {
     if (deps.crashAt === "before-insert") process.kill(process.pid, "SIGKILL");
-    const partition = String(batch.partition);
-    const timer = metrics.batchWriteSeconds.startTimer({ partition });
-    const refused = await retry(() => insertOrSplit(deps.insert, batch.items), retryOptions("insert"));
+    const items = open.flatMap((b) => b.items);
+    const timer = metrics.batchWriteSeconds.startTimer();
+    const refused = await retry(() => insertOrSplit(deps.insert, items), retryOptions("insert"));
     timer();
-    const inserted = batch.items.length - refused.length;
-    metrics.batchRows.observe({ partition }, inserted);
+    const inserted = items.length - refused.length;
+    metrics.batchRows.observe(inserted);
     metrics.rowsInserted.inc({ topic }, inserted);
     const now = Date.now();
-    for (const item of batch.items) metrics.eventDelaySeconds.observe((now - Date.parse(item.row.received_at)) / 1000);
-    const letters = [...batch.deadLetters, ...refused];
+    for (const item of items) metrics.eventDelaySeconds.observe((now - Date.parse(item.row.received_at)) / 1000);
+    const letters = [...open.flatMap((b) => b.deadLetters), ...refused];
     if (letters.length > 0) {
       await retry(() => deps.sendDeadLetters(letters), retryOptions("DLQ send"));
       for (const letter of letters) metrics.dlqRecords.inc({ step: letter.step });
-      log.warn({ partition: batch.partition, count: letters.length }, "records sent to the DLQ");
+      log.warn({ count: letters.length }, "records sent to the DLQ");
     }
     health.writeFailing = false;
     if (deps.crashAt === "after-insert") process.kill(process.pid, "SIGKILL");
     // commitOffset = offset + 1: the committed offset is the next record to read.
-    const offset = (BigInt(batch.lastOffset) + 1n).toString();
+    const offsets = open.map((b) => ({ topic, partition: b.partition, offset: (BigInt(b.lastOffset) + 1n).toString() }));
     try {
-      await consumer.commitOffsets([{ topic, partition: batch.partition, offset }]);
+      await consumer.commitOffsets(offsets);
       metrics.commits.inc({ status: "ok" });
     } catch (error) {
       metrics.commits.inc({ status: "failed" });
       // The rows are stored; a lost commit only means they are read and collapsed again.
-      log.warn({ err: error, partition: batch.partition, offset }, "commit failed; records will be replayed");
+      log.warn({ err: error, offsets }, "commit failed; records will be replayed");
     }
-    log.debug({ partition: batch.partition, rows: batch.items.length, offset }, "flushed");
+    log.debug({ rows: items.length, offsets }, "flushed");
   };
 
-  /** Flushes a partition's open batch after any flush of it already under way. */
-  const flush = (partition: number): Promise<void> => {
-    const previous = chains.get(partition) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      const batch = batches.take(partition);
-      if (batch !== undefined) await write(batch);
+  /** Flushes what is held, after any flush already under way (one insert at a time, in order). */
+  let chain: Promise<void> = Promise.resolve();
+  const flush = (): Promise<void> => {
+    const next = chain.then(async () => {
+      const open = batches.takeAll();
+      if (open.length > 0) await write(open);
     });
-    const settled = next.catch((error: unknown) => {
-      if (!abort.signal.aborted) log.error({ err: error, partition }, "flush failed");
+    chain = next.catch((error: unknown) => {
+      if (!abort.signal.aborted) log.error({ err: error }, "flush failed");
     });
-    chains.set(partition, settled);
     return next;
   };
 
@@ -128,7 +127,7 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
         : batches.addDeadLetter({ partition: batch.partition, offset: message.offset, key: message.key, value: message.value, reason: decoded.reason, step: "decode" }, now);
       // Resolving lets the fetch move on; the commit still waits for the insert.
       resolveOffset(message.offset);
-      if (full) await flush(batch.partition); // backpressure while ClickHouse is slow or down
+      if (full) await flush(); // backpressure while ClickHouse is slow or down
     }
     await beat();
   };
@@ -141,7 +140,7 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   consumer.on(consumer.events.CRASH, () => (health.joined = false));
 
   const timer = setInterval(() => {
-    for (const partition of batches.due(Date.now())) void flush(partition).catch(() => {});
+    if (batches.due(Date.now())) void flush().catch(() => {});
   }, Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))));
 
   await consumer.subscribe({ topic, fromBeginning: true });
@@ -163,8 +162,7 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
       const giveUp = setTimeout(() => abort.abort(), abortAfterMs);
       consumer.pause([{ topic }]);
       await inBatch;
-      await Promise.allSettled(batches.partitions().map((p) => flush(p)));
-      await Promise.allSettled([...chains.values()]);
+      await flush().catch(() => {});
       clearTimeout(giveUp);
       await consumer.disconnect();
     },

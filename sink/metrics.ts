@@ -7,10 +7,10 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 /** The sink's metrics. */
 export interface SinkMetrics {
   registry: Registry;
-  /** Rows per flushed batch. */
-  batchRows: Histogram<"partition">;
-  /** Time to insert one batch (with retries and splits), s. */
-  batchWriteSeconds: Histogram<"partition">;
+  /** Rows per insert: one flush of every partition's batch. */
+  batchRows: Histogram;
+  /** Time of one flush's insert (with retries and splits), s. */
+  batchWriteSeconds: Histogram;
   /** Rows ClickHouse acknowledged. */
   rowsInserted: Counter<"topic">;
   /** Records sent to the DLQ, by the step that refused them. */
@@ -29,8 +29,8 @@ export function sinkMetrics(): SinkMetrics {
   collectDefaultMetrics({ register: registry, prefix: "sink_" });
   return {
     registry,
-    batchRows: new Histogram({ name: "sink_batch_rows", help: "Rows per flushed batch", labelNames: ["partition"], buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000], registers: [registry] }),
-    batchWriteSeconds: new Histogram({ name: "sink_batch_write_seconds", help: "Insert time of one batch, retries included", labelNames: ["partition"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
+    batchRows: new Histogram({ name: "sink_batch_rows", help: "Rows per insert (one flush of every partition's batch)", buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000], registers: [registry] }),
+    batchWriteSeconds: new Histogram({ name: "sink_batch_write_seconds", help: "Insert time of one flush, retries included", buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
     rowsInserted: new Counter({ name: "sink_rows_inserted_total", help: "Rows acknowledged by ClickHouse", labelNames: ["topic"], registers: [registry] }),
     dlqRecords: new Counter({ name: "sink_dlq_records_total", help: "Records sent to the DLQ", labelNames: ["step"], registers: [registry] }),
     consumerLag: new Gauge({ name: "sink_consumer_lag_records", help: "Records behind the high watermark", labelNames: ["topic", "partition"], registers: [registry] }),

@@ -6,45 +6,46 @@ import type { EventRow } from "../schemas/row";
 const row = { message_id: "m" } as EventRow;
 const item = (partition: number, offset: number): BatchItem => ({ row, partition, offset: String(offset), key: null, value: null });
 
-test("a batch is full at maxRows, counting dead letters", () => {
+test("full at maxRows records held, counting dead letters", () => {
   const batches = new PartitionBatches({ maxRows: 3, maxWaitMs: 1000 });
   assert.is(batches.addRow(item(0, 10), 0), false);
   assert.is(batches.addDeadLetter({ partition: 0, offset: "11", key: null, value: null, reason: "x", step: "decode" }, 0), false);
   assert.is(batches.addRow(item(0, 12), 0), true);
-  const taken = batches.take(0)!;
-  assert.is(taken.items.length, 2);
-  assert.is(taken.deadLetters.length, 1);
-  assert.is(taken.lastOffset, "12");
+  const [taken] = batches.takeAll();
+  assert.is(taken!.items.length, 2);
+  assert.is(taken!.deadLetters.length, 1);
+  assert.is(taken!.lastOffset, "12");
 });
 
-test("partitions are batched separately", () => {
-  const batches = new PartitionBatches({ maxRows: 2, maxWaitMs: 1000 });
-  batches.addRow(item(0, 1), 0);
+test("records of every partition count toward one flush; each keeps its own last offset", () => {
+  const batches = new PartitionBatches({ maxRows: 3, maxWaitMs: 1000 });
+  assert.is(batches.addRow(item(0, 1), 0), false);
   assert.is(batches.addRow(item(1, 7), 0), false);
-  assert.is(batches.addRow(item(1, 8), 0), true);
-  assert.equal(batches.partitions().sort(), [0, 1]);
-  assert.is(batches.take(1)!.lastOffset, "8");
-  assert.is(batches.take(0)!.lastOffset, "1");
-  assert.is(batches.take(0), undefined);
+  assert.is(batches.size, 2);
+  assert.is(batches.addRow(item(1, 8), 0), true, "two partitions together reach maxRows");
+  const taken = batches.takeAll().sort((a, b) => a.partition - b.partition);
+  assert.equal(taken.map((b) => [b.partition, b.items.length, b.lastOffset]), [[0, 1, "1"], [1, 2, "8"]]);
+  assert.equal(batches.takeAll(), []);
+  assert.is(batches.size, 0);
 });
 
-test("a batch is due when its first record has waited maxWaitMs", () => {
+test("due when the oldest record held has waited maxWaitMs", () => {
   const batches = new PartitionBatches({ maxRows: 100, maxWaitMs: 500 });
+  assert.is(batches.due(10_000), false, "nothing held is never due");
+  batches.addRow(item(2, 5), 1300);
   batches.addRow(item(0, 1), 1000);
   batches.addRow(item(0, 2), 1400);
-  batches.addRow(item(2, 5), 1300);
-  assert.equal(batches.due(1499), []);
-  assert.equal(batches.due(1500), [0]);
-  assert.equal(batches.due(1800).sort(), [0, 2]);
+  assert.is(batches.due(1499), false);
+  assert.is(batches.due(1500), true, "partition 0's first record is 500 ms old");
 });
 
-test("a taken batch starts a new one with a fresh age", () => {
-  const batches = new PartitionBatches({ maxRows: 100, maxWaitMs: 500 });
+test("after a flush the next records start a fresh age and count", () => {
+  const batches = new PartitionBatches({ maxRows: 2, maxWaitMs: 500 });
   batches.addRow(item(0, 1), 0);
-  batches.take(0);
-  batches.addRow(item(0, 2), 900);
-  assert.equal(batches.due(1000), []);
-  assert.is(batches.take(0)!.openedAt, 900);
+  batches.takeAll();
+  assert.is(batches.addRow(item(0, 2), 900), false, "the count restarted");
+  assert.is(batches.due(1000), false);
+  assert.is(batches.takeAll()[0]!.openedAt, 900);
 });
 
 test("clear drops every open batch", () => {
@@ -52,7 +53,8 @@ test("clear drops every open batch", () => {
   batches.addRow(item(0, 1), 0);
   batches.addRow(item(1, 1), 0);
   batches.clear();
-  assert.equal(batches.partitions(), []);
+  assert.is(batches.size, 0);
+  assert.equal(batches.takeAll(), []);
 });
 
 test.run();
