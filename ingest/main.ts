@@ -1,8 +1,12 @@
 /**
  * Entry point of the ingest process: config from env, start, stop on SIGTERM/SIGINT.
- * A bad setting or an unreachable Kafka at start exits with code 1.
+ * A bad setting or an unreachable Kafka at start exits with code 1. With INGEST_WORKERS > 1 this
+ * process is a node:cluster primary: it forks the workers (each a whole ingest with its own
+ * producer, sharing the port), replaces one that dies, and on a signal stops them all and exits
+ * with the worst exit code.
  */
-import pino from "pino";
+import cluster from "node:cluster";
+import pino, { type Logger } from "pino";
 import { ingestConfig } from "../schemas/config";
 import { start } from "./service";
 
@@ -10,11 +14,12 @@ import { start } from "./service";
 export async function runIngest(): Promise<void> {
   const config = ingestConfig(process.env);
   const log = pino({ name: "ingest", level: config.logLevel });
+  if (config.workers > 1 && cluster.isPrimary) {
+    runPrimary(config.workers, log);
+    return;
+  }
   const ingest = await start(config, log);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  onSignal((signal) => {
     log.info({ signal }, "stopping: draining requests, flushing producer");
     ingest.stop().then(
       () => process.exit(0),
@@ -23,9 +28,43 @@ export async function runIngest(): Promise<void> {
         process.exit(1);
       },
     );
+  });
+  // A worker is stopped by its primary's SIGTERM; a disconnect without one means the primary died.
+  if (cluster.isWorker) process.on("disconnect", () => ingest.stop().finally(() => process.exit(1)));
+}
+
+/** Forks `workers` ingest workers and supervises them. */
+function runPrimary(workers: number, log: Logger): void {
+  let stopping = false;
+  let worstCode = 0;
+  for (let i = 0; i < workers; i++) cluster.fork();
+  cluster.on("exit", (worker, code, signal) => {
+    worstCode = Math.max(worstCode, code ?? 1);
+    if (!stopping) {
+      log.error({ pid: worker.process.pid, code, signal }, "ingest worker died; starting another");
+      cluster.fork();
+    } else if (Object.keys(cluster.workers ?? {}).length === 0) {
+      process.exit(worstCode);
+    }
+  });
+  log.info({ workers }, "ingest primary started");
+  onSignal((signal) => {
+    stopping = true;
+    log.info({ signal }, "stopping every worker");
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
+  });
+}
+
+/** Calls `stop` once, on the first SIGTERM or SIGINT. */
+function onSignal(stop: (signal: string) => void): void {
+  let stopping = false;
+  const once = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    stop(signal);
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("SIGTERM", () => once("SIGTERM"));
+  process.on("SIGINT", () => once("SIGINT"));
 }
 
 if (require.main === module) {

@@ -76,6 +76,11 @@ export interface IngestConfig {
   drainDelayMs: number & tags.Type<"uint32">;
   /** Trust X-Forwarded-For for the client address (env TRUST_PROXY=1; only behind a proxy you run). */
   trustProxy: boolean;
+  /**
+   * Processes serving the port (env INGEST_WORKERS; node:cluster). 1 runs no cluster; more puts
+   * a primary in front that forks them and forwards SIGTERM. On Kubernetes keep 1 and scale pods.
+   */
+  workers: Positive & tags.Maximum<64>;
   /** Allowed browser origins for CORS, or `*` (env CORS_ORIGINS, comma-separated). */
   corsOrigins: Name[] & tags.MinItems<1>;
   /** How long records wait to be sent together, ms (env PRODUCE_LINGER_MS). */
@@ -93,7 +98,7 @@ export interface IngestConfig {
 export interface SinkConfig {
   /** Consumer group (env SINK_GROUP_ID). */
   groupId: Name;
-  /** Rows per partition batch that trigger a flush (env SINK_BATCH_ROWS). */
+  /** Records held, all partitions together, that trigger a flush (env SINK_BATCH_ROWS). */
   batchRows: Positive;
   /** Oldest row's age that triggers a flush, ms (env SINK_BATCH_WAIT_MS). */
   batchWaitMs: Positive;
@@ -174,6 +179,7 @@ export function ingestConfig(env: Env): IngestConfig {
     keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
     drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
     trustProxy: env.TRUST_PROXY === "1" || env.TRUST_PROXY === "true",
+    workers: int(env.INGEST_WORKERS, 1),
     corsOrigins: list(env.CORS_ORIGINS ?? "*"),
     produceLingerMs: int(env.PRODUCE_LINGER_MS, 5),
     produceMaxBatch: int(env.PRODUCE_MAX_BATCH, 10_000),
