@@ -181,7 +181,7 @@ export function ingestConfig(env: Env): IngestConfig {
     trustProxy: env.TRUST_PROXY === "1" || env.TRUST_PROXY === "true",
     workers: int(env.INGEST_WORKERS, 1),
     corsOrigins: list(env.CORS_ORIGINS ?? "*"),
-    produceLingerMs: int(env.PRODUCE_LINGER_MS, 5),
+    produceLingerMs: int(env.PRODUCE_LINGER_MS, 1),
     produceMaxBatch: int(env.PRODUCE_MAX_BATCH, 10_000),
     produceTimeoutMs: int(env.PRODUCE_TIMEOUT_MS, 10_000),
     retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
