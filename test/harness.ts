@@ -68,16 +68,16 @@ export class LiveStack {
     return `${this.database}.events`;
   }
 
-  /** Runs setup, starts ingest and sink, waits for readiness. */
-  async start(): Promise<void> {
+  /** Runs setup, starts ingest and sink (node run with `nodeArgs`), waits for readiness. */
+  async start(nodeArgs: string[] = []): Promise<void> {
     await this.run("sink/setup.js");
     const c = clickhouseConfig(this.env);
     this.ch = createClient({ url: c.url, username: c.username, password: c.password, database: this.database });
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
     this.env.INGEST_PORT = String(port);
-    this.ingest = this.spawn("ingest/main.js");
-    this.sink = this.spawn("sink/main.js");
+    this.ingest = this.spawn("ingest/main.js", {}, [], nodeArgs);
+    this.sink = this.spawn("sink/main.js", {}, [], nodeArgs);
     await waitFor("ingest /readyz", async () => ((await fetch(`${this.base}/readyz`)).status === 200 ? true : undefined));
   }
 
@@ -99,9 +99,9 @@ export class LiveStack {
     }
   }
 
-  /** Runs `dist/<script> ...args` with this stack's env plus `extra`. */
-  spawn(script: string, extra: Record<string, string> = {}, args: string[] = []): Service {
-    const child = spawn(process.execPath, [join(dist, script), ...args], { env: { ...this.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+  /** Runs `node ...nodeArgs dist/<script> ...args` with this stack's env plus `extra`. */
+  spawn(script: string, extra: Record<string, string> = {}, args: string[] = [], nodeArgs: string[] = []): Service {
+    const child = spawn(process.execPath, [...nodeArgs, join(dist, script), ...args], { env: { ...this.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
     let text = "";
     child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
     child.stderr!.on("data", (d: Buffer) => (text += d.toString()));

@@ -1,0 +1,225 @@
+/**
+ * `npm run bench`: measures the pipeline against its ceilings on this machine, in one run, with
+ * the fixed corpus. Phases of BENCH_SECONDS each (default 20), load from a separate autocannon
+ * process, 127.0.0.1 only. Prints a table, then one JSON line with the figures.
+ * Needs the local stack (test/bench/run.sh starts or reuses it).
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildRecords } from "../../ingest/envelope";
+import { dialectFor, eventsTableDdl } from "../../schemas/clickhouse";
+import { serverVersion } from "../../sink/migrate";
+import type { Message } from "../../schemas/messages";
+import type { EventRow } from "../../schemas/row";
+import { decode } from "../../sink/decode";
+import { basic, LiveStack } from "../harness";
+import { corpus } from "./corpus";
+import { cpuSnapshot, peakRssMb } from "./procstat";
+import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
+import type { LoadJob, LoadResult } from "./load";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const BATCH = 100;
+/** When set, ingest and sink run under `node --cpu-prof` and write their profiles here. */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+/** Extra node flags for ingest and sink (e.g. `--max-old-space-size=96`), space-separated. */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+const auth = { authorization: basic("test-key"), "content-type": "application/json" };
+
+/** Runs autocannon in its own process; the job goes through a temporary file (bodies exceed argv limits). */
+async function load(job: LoadJob): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), "bench-"));
+  const file = join(dir, "job.json");
+  writeFileSync(file, JSON.stringify(job));
+  const child = spawn(process.execPath, [join(__dirname, "load.js"), file], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  const [code] = await once(child, "exit");
+  rmSync(dir, { recursive: true, force: true });
+  if (code !== 0) throw new Error(`load generator exited ${code}`);
+  return JSON.parse(out) as LoadResult;
+}
+
+/** PIDs of the local stack's servers, when this checkout's scripts started them. */
+function stackPids(): { kafka?: number; clickhouse?: number } {
+  const dir = process.env.STACK_DIR ?? join(__dirname, "..", "..", "..", ".stack");
+  const read = (file: string) => {
+    try {
+      return Number(readFileSync(join(dir, file), "utf8").trim()) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  return { kafka: read("kafka/kafka.pid"), clickhouse: read("clickhouse/clickhouse.pid") };
+}
+
+/** Percentile of sorted numbers. */
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
+
+async function main(): Promise<void> {
+  const messages = corpus(1_000);
+  const batchBodies = Array.from({ length: 10 }, (_, i) => JSON.stringify({ batch: messages.slice(i * BATCH, (i + 1) * BATCH) }));
+  const identifyBodies = messages.filter((m) => m.type === "identify").slice(0, 50).map((m) => JSON.stringify({ ...m, type: undefined }));
+  const bytes = messages.map((m) => JSON.stringify(m).length);
+  process.stdout.write(`corpus: ${messages.length} messages, ${Math.min(...bytes)}-${Math.max(...bytes)} bytes each (mean ${Math.round(bytes.reduce((a, b) => a + b, 0) / bytes.length)})\n`);
+
+  const stack = new LiveStack({
+    SINK_SESSION_TIMEOUT_MS: "30000",
+    SINK_BATCH_WAIT_MS: process.env.SINK_BATCH_WAIT_MS ?? "1000",
+    SINK_BATCH_ROWS: process.env.SINK_BATCH_ROWS ?? "10000",
+    RATE_LIMIT_PER_SECOND: "0",
+    LOG_LEVEL: "warn",
+    PRODUCE_TIMEOUT_MS: "10000",
+  });
+  await stack.start([...NODE_ARGS, ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [])]);
+  const figures: Record<string, number> = {};
+  try {
+    // Ceilings, each doing only its own part.
+    const bare = spawn(process.execPath, [join(__dirname, "bare-http.js"), "0"], { stdio: ["ignore", "pipe", "inherit"] });
+    const [portLine] = (await once(bare.stdout!, "data")) as [Buffer];
+    const http = await load({ url: `http://127.0.0.1:${portLine.toString().trim()}/`, bodies: batchBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 });
+    bare.kill("SIGTERM");
+    figures.http_ceiling_events_per_s = http.reqPerSec * BATCH;
+
+    const receipt = { workspaceId: "ws-bench", receivedAt: new Date().toISOString() };
+    const built = buildRecords(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[], {}, receipt, 32 * 1024);
+    if (!built.ok) throw new Error("corpus message over the size limit");
+    const ceilingTopic = `${stack.env.KAFKA_TOPIC}-ceiling`;
+    const admin = stack.kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: ceilingTopic, numPartitions: 3 }], waitForLeaders: true });
+    await admin.disconnect();
+    figures.kafka_ceiling_msgs_per_s = await kafkaCeiling(stack.kafka, ceilingTopic, built.records, SECONDS);
+
+    const rows: EventRow[] = built.records.map((r) => {
+      const d = decode(Buffer.from(r.value));
+      if (!d.ok) throw new Error(d.reason);
+      return d.row;
+    });
+    await stack.ch.command({ query: eventsTableDdl(dialectFor(await serverVersion(stack.ch)), stack.database, "events_ceiling") });
+    figures.clickhouse_ceiling_rows_per_s = await clickhouseCeiling(stack.ch, "events_ceiling", rows, SECONDS);
+    await stack.ch.command({ query: `DROP TABLE ${stack.database}.events_ceiling` });
+    const adminDrop = stack.kafka.admin();
+    await adminDrop.connect();
+    await adminDrop.deleteTopics({ topics: [ceilingTopic] }).catch(() => {});
+    await adminDrop.disconnect();
+
+    // Batch endpoint under full load, with receive-to-queryable probes and end-to-end rows.
+    const count = async () => Number((await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.table}`))[0]!.n);
+    const rowsBefore = await count();
+    const probes: { id: string; sent: number; seen?: number }[] = [];
+    let probing = true;
+    const probeLoop = (async () => {
+      while (probing) {
+        const id = `probe-${randomUUID()}`;
+        const sent = Date.now();
+        const answer = await stack.post("/v1/identify", { messageId: id, userId: "probe" });
+        if (answer.status === 200) probes.push({ id, sent });
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    const pollLoop = (async () => {
+      while (probing || probes.some((p) => p.seen === undefined)) {
+        const pending = probes.filter((p) => p.seen === undefined);
+        if (pending.length > 0) {
+          const found = await stack.select<{ message_id: string }>(`SELECT message_id FROM ${stack.table} WHERE message_id IN (${pending.map((p) => `'${p.id}'`).join(",")})`);
+          const now = Date.now();
+          const seen = new Set(found.map((f) => f.message_id));
+          for (const p of pending) if (seen.has(p.id)) p.seen = now;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+        if (!probing && probes.every((p) => p.seen !== undefined || Date.now() - p.sent > 30_000)) break;
+      }
+    })();
+    const pids = { ingest: stack.ingest!.child.pid, sink: stack.sink!.child.pid, ...stackPids() };
+    const cpuBefore = cpuSnapshot(pids);
+    const started = Date.now();
+    const batch = await load({ url: `${stack.base}/v1/batch`, bodies: batchBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 });
+    const rowsAtEnd = await count();
+    const elapsed = (Date.now() - started) / 1000;
+    const cpuAfter = cpuSnapshot(pids);
+    for (const name of Object.keys(cpuAfter)) figures[`cpu_${name}_s`] = cpuAfter[name]! - cpuBefore[name]!;
+    figures.cpu_load_s = batch.cpuSeconds;
+    figures.cpu_phase_s = elapsed;
+    probing = false;
+    await probeLoop;
+    await pollLoop;
+    const accepted = (batch.requests - batch.non2xx) * BATCH;
+    figures.batch_events_per_s = ((batch.requests - batch.non2xx) / SECONDS) * BATCH;
+    figures.batch_p50_ms = batch.p50;
+    figures.batch_p99_ms = batch.p99;
+    figures.e2e_events_per_s = (rowsAtEnd - rowsBefore) / elapsed;
+    const latencies = probes.filter((p) => p.seen !== undefined).map((p) => p.seen! - p.sent).sort((a, b) => a - b);
+    figures.queryable_p50_ms = percentile(latencies, 0.5);
+    figures.queryable_p99_ms = percentile(latencies, 0.99);
+    // Let the sink catch up, and time how long that takes.
+    const drainStart = Date.now();
+    const expected = accepted + probes.length;
+    let landed = (await count()) - rowsBefore;
+    while (landed < expected && Date.now() - drainStart < 120_000) {
+      await new Promise((r) => setTimeout(r, 250));
+      landed = (await count()) - rowsBefore;
+    }
+    figures.drain_after_load_s = (Date.now() - drainStart) / 1000;
+    // Every 2xx of the phase must be a row (more rows is fine: autocannon drops answers in flight at its end).
+    figures.rows_missing = Math.max(0, expected - landed);
+    figures.batch_non2xx = batch.non2xx + batch.errors;
+
+    // Half of the maximum rate, paced evenly: latency when not saturated.
+    const half = await load({ url: `${stack.base}/v1/batch`, bodies: batchBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: Math.max(1, Math.floor(batch.reqPerSec / 2)) });
+    figures.half_rate_events_per_s = ((half.requests - half.non2xx) / SECONDS) * BATCH;
+    figures.half_rate_p50_ms = half.p50;
+    figures.half_rate_p99_ms = half.p99;
+
+    // Single identify endpoint.
+    const single = await load({ url: `${stack.base}/v1/identify`, bodies: identifyBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 });
+    figures.single_req_per_s = single.reqPerSec;
+    figures.single_p50_ms = single.p50;
+    figures.single_p99_ms = single.p99;
+
+    figures.ingest_rss_mb = peakRssMb(stack.ingest!.child.pid!);
+    figures.sink_rss_mb = peakRssMb(stack.sink!.child.pid!);
+  } finally {
+    await stack.stop();
+  }
+  report(figures);
+}
+
+function report(f: Record<string, number>): void {
+  const n = (x: number | undefined, digits = 0) => (x === undefined || Number.isNaN(x) ? "n/a" : x.toLocaleString("en-US", { maximumFractionDigits: digits }));
+  const ratio = (a: number | undefined, b: number | undefined) => (a && b ? `${Math.round((a / b) * 100)}%` : "n/a");
+  const rows = [
+    ["Batch endpoint (100 msgs/request)", `${n(f.batch_events_per_s)} events/s`, `p50 ${n(f.batch_p50_ms, 1)} ms, p99 ${n(f.batch_p99_ms, 1)} ms`, `${ratio(f.batch_events_per_s, f.http_ceiling_events_per_s)} of HTTP ceiling`],
+    ["  paced at half that rate", `${n(f.half_rate_events_per_s)} events/s`, `p50 ${n(f.half_rate_p50_ms, 1)} ms, p99 ${n(f.half_rate_p99_ms, 1)} ms`, ""],
+    ["Single identify endpoint", `${n(f.single_req_per_s)} req/s`, `p50 ${n(f.single_p50_ms, 1)} ms, p99 ${n(f.single_p99_ms, 1)} ms`, ""],
+    ["End to end into ClickHouse", `${n(f.e2e_events_per_s)} events/s`, `queryable p50 ${n(f.queryable_p50_ms)} ms, p99 ${n(f.queryable_p99_ms)} ms`, `${ratio(f.e2e_events_per_s, f.kafka_ceiling_msgs_per_s)} of Kafka, ${ratio(f.e2e_events_per_s, f.clickhouse_ceiling_rows_per_s)} of ClickHouse ceiling`],
+    ["  sink catch-up after the load", `${n(f.drain_after_load_s, 1)} s`, `acked rows missing: ${n(f.rows_missing)}`, ""],
+    ["HTTP ceiling (bare node:http + JSON.parse)", `${n(f.http_ceiling_events_per_s)} events/s`, "", ""],
+    ["Kafka ceiling (sendBatch, acks=all)", `${n(f.kafka_ceiling_msgs_per_s)} msgs/s`, "", ""],
+    ["ClickHouse ceiling (direct inserts)", `${n(f.clickhouse_ceiling_rows_per_s)} rows/s`, "", ""],
+    ["Peak RSS", `ingest ${n(f.ingest_rss_mb)} MB`, `sink ${n(f.sink_rss_mb)} MB`, ""],
+  ];
+  process.stdout.write(`\n| Measure | Throughput | Latency | Against ceiling |\n|---|---|---|---|\n${rows.map((r) => `| ${r.join(" | ")} |`).join("\n")}\n\n`);
+  // Where the two cores went during the full-rate batch phase.
+  const parts = ["ingest", "sink", "kafka", "clickhouse", "load"].filter((p) => f[`cpu_${p}_s`] !== undefined);
+  const events = (f.batch_events_per_s ?? 0) * (f.cpu_phase_s ?? 0);
+  const cpuRows = parts.map((p) => {
+    const seconds = f[`cpu_${p}_s`]!;
+    return `| ${p} | ${n(seconds, 1)} s | ${n((seconds / (f.cpu_phase_s ?? 1)) * 100)}% | ${events > 0 ? n((seconds * 1e6) / events, 1) : "n/a"} µs |`;
+  });
+  process.stdout.write(`| CPU during the batch phase (${n(f.cpu_phase_s, 1)} s) | CPU time | of one core | per event |\n|---|---|---|---|\n${cpuRows.join("\n")}\n\n`);
+  const keys = ["e2e_events_per_s", "batch_events_per_s", "batch_p50_ms", "batch_p99_ms", "single_req_per_s", "single_p99_ms", "queryable_p50_ms", "queryable_p99_ms", "ingest_rss_mb", "sink_rss_mb", "http_ceiling_events_per_s", "kafka_ceiling_msgs_per_s", "clickhouse_ceiling_rows_per_s"];
+  const json: Record<string, number> = {};
+  for (const k of keys) json[k] = Math.round((f[k] ?? Number.NaN) * 10) / 10;
+  process.stdout.write(JSON.stringify(json) + "\n");
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,50 @@
+/**
+ * Top entries of V8 CPU profiles (`node --cpu-prof` output): self time per function, summed over
+ * every profile given, as a share of all samples. Usage:
+ *   node dist/test/bench/profile-top.js FILE.cpuprofile [...] [--top N]
+ */
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time per "function (file:line)" over the profiles, µs, largest first. */
+export function selfTimes(profiles: Profile[]): { frame: string; micros: number }[] {
+  const totals = new Map<string, number>();
+  for (const profile of profiles) {
+    const frames = new Map<number, string>();
+    for (const node of profile.nodes) {
+      const { functionName, url, lineNumber } = node.callFrame;
+      const file = url === "" ? "" : relative(process.cwd(), url.replace(/^file:\/\//, ""));
+      frames.set(node.id, `${functionName || "(anonymous)"}${file ? ` ${file}:${lineNumber + 1}` : ""}`);
+    }
+    profile.samples.forEach((id, i) => {
+      const frame = frames.get(id) ?? "?";
+      totals.set(frame, (totals.get(frame) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    });
+  }
+  return [...totals].map(([frame, micros]) => ({ frame, micros })).sort((a, b) => b.micros - a.micros);
+}
+
+function main(): void {
+  const args = process.argv.slice(2);
+  const topAt = args.indexOf("--top");
+  const top = topAt >= 0 ? Number(args[topAt + 1]) : 20;
+  const files = args.filter((a, i) => a !== "--top" && i !== topAt + 1);
+  const times = selfTimes(files.map((f) => JSON.parse(readFileSync(f, "utf8")) as Profile));
+  const all = times.reduce((sum, t) => sum + t.micros, 0);
+  for (const { frame, micros } of times.slice(0, top)) {
+    process.stdout.write(`${((micros / all) * 100).toFixed(1).padStart(5)}%  ${(micros / 1e6).toFixed(2).padStart(7)} s  ${frame}\n`);
+  }
+}
+
+if (require.main === module) main();

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# `npm run bench`: builds, brings up or reuses the local stack, runs the benchmark (BENCH_SECONDS
+# per phase, default 20), stops what it started. BENCH_PROFILE_DIR=DIR also writes CPU profiles
+# of ingest and sink there (read them with node dist/test/bench/profile-top.js DIR/*.cpuprofile).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT" || exit 1
+# shellcheck source=../../deploy/local/session.sh
+source deploy/local/session.sh
+trap stack_down EXIT
+npm run --silent build || exit 1
+stack_up >/dev/null || exit 1
+node dist/test/bench/main.js
