@@ -127,6 +127,8 @@ export interface SinkConfig {
 export interface SetupConfig {
   /** Partitions of a topic it creates (env KAFKA_TOPIC_PARTITIONS). */
   partitions: Positive;
+  /** The sink's consumer group, whose coordinator setup waits for (env SINK_GROUP_ID). */
+  groupId: Name;
   kafka: KafkaConfig;
   clickhouse: ClickHouseConfig;
 }
@@ -216,6 +218,7 @@ export function sinkConfig(env: Env): SinkConfig {
 export function setupConfig(env: Env): SetupConfig {
   return typia.assert<SetupConfig>({
     partitions: int(env.KAFKA_TOPIC_PARTITIONS, 3),
+    groupId: env.SINK_GROUP_ID ?? "events-sink",
     kafka: kafkaConfig(env),
     clickhouse: clickhouseConfig(env),
   });

@@ -7,7 +7,7 @@ import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { setupConfig } from "../schemas/config";
 import { migrate } from "./migrate";
-import { ensureTopics } from "./topics";
+import { ensureTopics, waitForGroupCoordinator } from "./topics";
 
 const log = pino({ name: "setup" });
 
@@ -16,7 +16,10 @@ export async function runSetup(): Promise<void> {
   const config = setupConfig(process.env);
   const kafka = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
   const created = await ensureTopics(kafka, config.kafka, config.partitions);
-  log.info({ created, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic }, "kafka topics ready");
+  // Its retries log nothing: "coordinator not available" is the expected answer while it waits.
+  const quiet = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.NOTHING });
+  await waitForGroupCoordinator(quiet, config.groupId);
+  log.info({ created, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId }, "kafka topics and group coordinator ready");
   const client = createClient({ url: config.clickhouse.url, username: config.clickhouse.username, password: config.clickhouse.password });
   try {
     const { version, dialect } = await migrate(client, config.clickhouse);
