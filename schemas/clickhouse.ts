@@ -5,7 +5,8 @@
  * (workspace_id, message_id) within a partition, so PARTITION BY must be equal for every retry
  * of a message: no partitioning by receive time, or by a timestamp that defaults to it.
  * The analyst views (one per message type, and `users`) read `events FINAL`, so every query on
- * them is deduplicated without the analyst having to remember FINAL.
+ * them is deduplicated without the analyst having to remember FINAL. `rejected_messages` keeps
+ * what the ingest refused.
  */
 
 /** Which DDL a server gets. `legacy` is ClickHouse < 20 (no DateTime64; the 18.16 of Debian 12). */
@@ -137,6 +138,11 @@ function typeColumns(d: Dialect): Record<keyof typeof TYPE_VIEWS, string[]> {
   };
 }
 
+/** Every analyst view name: the per-type views, then `users`. */
+export function viewNames(): string[] {
+  return [...Object.values(TYPE_VIEWS), USERS_VIEW];
+}
+
 /**
  * Statements that (re)create the analyst views. Views hold no data, so replacing them on every
  * migration keeps their definitions current: `CREATE OR REPLACE` on current ClickHouse,
@@ -181,6 +187,45 @@ FROM (
 /** The statements creating the database and the events table; safe to run again. */
 export function tableDdl(dialect: Dialect, database: string, table: string): string[] {
   return [`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)}`, eventsTableDdl(dialect, database, table)];
+}
+
+/** The table of items the ingest refused, kept for operators and analysts. */
+export const REJECTED_TABLE = "rejected_messages";
+
+/**
+ * `CREATE TABLE IF NOT EXISTS` for `rejected_messages`; idempotent. `rejection_id` is the hex
+ * SHA-256 of workspaceId + raw, so a retried refusal shares the ORDER BY key and collapses under
+ * FINAL; no PARTITION BY from receive time: ReplacingMergeTree only merges within a partition.
+ * `message_id` is '' when the item had no usable messageId, `type` '' when it was not a string;
+ * `reasons` holds "path: expected" entries, `raw` the item's JSON text as received.
+ */
+export function rejectedTableDdl(dialect: Dialect, database: string): string {
+  const t = TYPES[dialect];
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(REJECTED_TABLE)} (
+  workspace_id ${t.lowString},
+  received_at ${t.time},
+  rejection_id String,
+  message_id String,
+  type ${t.lowString},
+  reasons Array(String),
+  raw String
+)
+ENGINE = ReplacingMergeTree(received_at)
+ORDER BY (workspace_id, rejection_id)`;
+}
+
+/** Names migrate creates beside the events table: the analyst views and `rejected_messages`. */
+export function reservedTableNames(): string[] {
+  return [...viewNames(), REJECTED_TABLE];
+}
+
+/**
+ * Why CLICKHOUSE_TABLE cannot be `table`, or undefined when it can: an events table named like a
+ * view or `rejected_messages` would be taken for a user's object (or, on 18.16, dropped).
+ */
+export function tableNameConflict(table: string): string | undefined {
+  if (!reservedTableNames().includes(table)) return undefined;
+  return `CLICKHOUSE_TABLE=${table} is a name setup creates itself (${reservedTableNames().join(", ")}); choose another`;
 }
 
 /** A ClickHouse string literal. */
