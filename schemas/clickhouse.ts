@@ -6,7 +6,8 @@
  * of a message: no partitioning by receive time, or by a timestamp that defaults to it.
  * The analyst views (one per message type, and `users`) read `events FINAL`, so every query on
  * them is deduplicated without the analyst having to remember FINAL. `rejected_messages` keeps
- * what the ingest refused.
+ * what the ingest refused. A view is only replaced when schemas/ownership.ts found it to be ours:
+ * the statements here never drop or replace an object they were not told is ours.
  */
 
 /** Which DDL a server gets. `legacy` is ClickHouse < 20 (no DateTime64; the 18.16 of Debian 12). */
@@ -144,11 +145,12 @@ export function viewNames(): string[] {
 }
 
 /**
- * Statements that (re)create the analyst views. Views hold no data, so replacing them on every
- * migration keeps their definitions current: `CREATE OR REPLACE` on current ClickHouse,
- * drop-and-create on 18.16, which lacks it.
+ * Statements that create the analyst views, replacing those in `ours` (views found to be ours by
+ * schemas/ownership.ts) so their definitions stay current: `CREATE OR REPLACE` on current
+ * ClickHouse, drop-and-create on 18.16, which lacks it. A name not in `ours` gets a plain
+ * `CREATE VIEW`, which fails rather than replace an object that appeared since the check.
  */
-export function viewsDdl(dialect: Dialect, database: string, table: string): string[] {
+export function viewsDdl(dialect: Dialect, database: string, table: string, ours: ReadonlySet<string> = new Set()): string[] {
   const source = `${quoteIdent(database)}.${quoteIdent(table)} FINAL`;
   const views: [name: string, select: string][] = Object.entries(TYPE_VIEWS).map(([type, name]) => [
     name,
@@ -178,6 +180,7 @@ FROM (
   ]);
   return views.flatMap(([name, select]) => {
     const view = `${quoteIdent(database)}.${quoteIdent(name)}`;
+    if (!ours.has(name)) return [`CREATE VIEW ${view} AS ${select}`];
     return dialect === "current"
       ? [`CREATE OR REPLACE VIEW ${view} AS ${select}`]
       : [`DROP TABLE IF EXISTS ${view}`, `CREATE VIEW ${view} AS ${select}`];
