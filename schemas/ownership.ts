@@ -54,7 +54,7 @@ export function classifyExisting(rows: readonly TableRow[], database: string, ta
 /** The one message migrate throws when objects with our names are not ours. */
 export function conflictMessage(conflicts: readonly string[]): string {
   return (
-    `setup did not run: ${conflicts.join(", ")} already exist and were not created by setup; ` +
+    `ClickHouse left unchanged: ${conflicts.join(", ")} bear names setup creates, but setup did not create them; ` +
     "rename or drop them, or set CLICKHOUSE_DATABASE to another database"
   );
 }

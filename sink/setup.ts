@@ -1,6 +1,7 @@
 /**
  * One-shot setup before the services start: Kafka topics and ClickHouse migrations, both
- * idempotent. Exits 1 if either server is unreachable.
+ * idempotent. Exits 1 if either server is unreachable, or if the database holds a table or view
+ * bearing one of our names that setup did not create (sink/migrate.ts; ClickHouse is left as it was).
  */
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
