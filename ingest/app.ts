@@ -11,12 +11,13 @@ import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
 import type { MessageType } from "../schemas/messages";
+import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 import type { AuthHeaders, WriteKeys } from "./auth";
-import { answerError, HttpError, methodNotAllowed, refuseUnauthorized, tooDeep, type ErrorBody } from "./errors";
+import { answerError, HttpError, invalidBody, methodNotAllowed, overloaded, refuseUnauthorized, tooDeep, type ErrorBody } from "./errors";
 import type { IngestMetrics } from "./metrics";
-import { buildRecords, type BatchDefaults } from "./envelope";
+import { buildRecords, buildRejected, type BatchDefaults } from "./envelope";
 import type { TokenBuckets } from "./ratelimit";
-import { jsonDepthOver, validateBatch, validateSingle, type Validation } from "./validate";
+import { jsonDepthOver, sortBatch, validateSingle, type RejectedItem, type Validation } from "./validate";
 import type { Message } from "../schemas/messages";
 
 /** What the app needs from the rest of the service. */
@@ -27,8 +28,14 @@ export interface AppDeps {
   /** Whether the producer is connected and the service is not shutting down. */
   isReady: () => boolean;
   limits: Limits;
-  /** Use X-Forwarded-For for the client address. */
-  trustProxy: boolean;
+  /**
+   * Proxies in front of the ingest that append to X-Forwarded-For (0: ignore the header). The
+   * client address is the entry that many hops from the right: entries left of it are the
+   * client's own claims.
+   */
+  trustedProxies: number;
+  /** Bytes of request bodies held at once (reserved on arrival); past it, 503 + Retry-After. */
+  maxInflightBytes: number;
   /** Allowed CORS origins, or ["*"]. */
   corsOrigins: string[];
   /** Seconds a client should wait after a 503. */
@@ -54,6 +61,19 @@ export interface Limits {
   maxJsonDepth: number;
 }
 
+/**
+ * Header of a 200 answer counting the batch items refused (each kept in `rejected_messages`
+ * with its reasons); absent when none was. The body stays empty, as the spec says.
+ */
+export const REJECTED_HEADER = "X-Rejected-Messages";
+
+/** What a route's body holds: messages to accept, items refused, and the batch defaults. */
+interface Sorted {
+  messages: Message[];
+  rejected: RejectedItem[];
+  defaults: BatchDefaults;
+}
+
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
 export const PREFIXES = ["/api/public/apps", "/v1"] as const;
 /** The single-message routes. */
@@ -62,12 +82,21 @@ export const SINGLE_TYPES: readonly MessageType[] = ["identify", "track", "page"
 /** Content-Types whose body is read as JSON. */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
 
-/** Body encodings accepted (RFC 9110 content codings); limits count the decoded bytes. */
-const ENCODINGS = new Set(["identity", "gzip", "x-gzip", "deflate"]);
+/**
+ * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip), each
+ * mapped to the name the decompressing library (inflation) knows; limits count decoded bytes.
+ */
+const ENCODINGS = new Map([
+  ["identity", "identity"],
+  ["gzip", "gzip"],
+  ["x-gzip", "gzip"],
+  ["deflate", "deflate"],
+]);
 
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa({ proxy: deps.trustProxy });
+  const app = new Koa({ proxy: deps.trustedProxies > 0, maxIpsCount: deps.trustedProxies });
+  let inflightBytes = 0;
   const router = new Router();
   const { limits } = deps;
   const parseJson = bodyParser({
@@ -99,45 +128,63 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = await deps.metrics.registry.metrics();
   });
 
-  /** Reads, authenticates and validates; then produces and answers 200 with an empty body. */
-  const ingest = (toMessages: (body: unknown) => Validation<{ messages: Message[]; defaults: BatchDefaults }>) =>
-    async (ctx: Koa.Context) => {
-      const receivedAt = new Date().toISOString();
-      const headers = ctx.headers as AuthHeaders;
-      if (headers.authorization !== undefined || headers.publicwritekey !== undefined) {
-        refuseUnauthorized(deps.writeKeys.authenticate(headers)); // a bad header fails before the body is read
-      }
+  /**
+   * Reads, authenticates and sorts the body; produces the accepted messages and the refused
+   * items together and answers 200 with an empty body (and REJECTED_HEADER when items were
+   * refused), or 400 naming each bad field when nothing was accepted.
+   */
+  const ingest = (sort: (body: unknown) => Validation<Sorted>) => async (ctx: Koa.Context) => {
+    const receivedAt = new Date().toISOString();
+    const headers = ctx.headers as AuthHeaders;
+    if (headers.authorization !== undefined || headers.publicwritekey !== undefined) {
+      refuseUnauthorized(deps.writeKeys.authenticate(headers)); // a bad header fails before the body is read
+    }
+    const reserved = reserveBytes(ctx, limits.maxRequestBytes);
+    if (inflightBytes + reserved > deps.maxInflightBytes) throw overloaded(deps.retryAfterSeconds);
+    inflightBytes += reserved;
+    try {
       await readBody(ctx, parseJson);
-      if (jsonDepthOver(String(ctx.request.rawBody ?? ""), limits.maxJsonDepth)) throw tooDeep(limits);
-      const body = ctx.request.body as Record<string, unknown> | undefined;
+      const rawBody = String(ctx.request.rawBody ?? "");
+      if (jsonDepthOver(rawBody, limits.maxJsonDepth)) throw tooDeep(limits);
+      let body = ctx.request.body as Record<string, unknown> | undefined;
+      if (mayHoldLoneSurrogate(rawBody)) body = wellFormed(body); // as a browser decodes them: U+FFFD
       const auth = deps.writeKeys.authenticate(headers, body?.writeKey);
       refuseUnauthorized(auth);
       if (!auth.ok) return;
-      const result = toMessages(body);
-      if (!result.ok) {
-        throw new HttpError(400, {
-          error: "invalid_body",
-          message: `the body has ${result.issues.length} invalid field(s); nothing was accepted`,
-          issues: result.issues,
-        });
-      }
+      const sorted = sort(body);
+      if (!sorted.ok) throw invalidBody(sorted.issues);
+      const { messages, rejected, defaults } = sorted.value;
       const receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
-      const built = buildRecords(result.value.messages, result.value.defaults, receipt, limits.maxMessageBytes);
+      const built = buildRecords(messages, defaults, receipt, limits.maxMessageBytes);
       if (!built.ok) {
         throw new HttpError(413, {
           error: "message_too_large",
           message: `message ${built.index} is ${built.bytes} bytes; the limit is ${limits.maxMessageBytes} bytes per message`,
         });
       }
-      const allowed = deps.rateLimit.take(auth.workspaceId, built.records.length, performance.now());
-      if (!allowed.ok) {
-        ctx.set("Retry-After", String(allowed.retryAfterSeconds));
-        throw new HttpError(429, { error: "rate_limited", message: "this writeKey sends more messages per second than allowed; retry after Retry-After seconds" });
+      const refusals = buildRejected(
+        rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) })),
+        receipt,
+        limits.maxMessageBytes,
+      );
+      if (built.records.length > 0) {
+        const allowed = deps.rateLimit.take(auth.workspaceId, built.records.length, performance.now());
+        if (!allowed.ok) {
+          ctx.set("Retry-After", String(allowed.retryAfterSeconds));
+          throw new HttpError(429, { error: "rate_limited", message: "this writeKey sends more messages per second than allowed; retry after Retry-After seconds" });
+        }
       }
-      await deps.produce(built.records);
+      // The refused items are stored (acks=all) before either answer, so none is lost silently.
+      await deps.produce([...built.records, ...refusals]);
+      deps.metrics.messagesRejected.inc(refusals.length);
+      if (built.records.length === 0) throw invalidBody(rejected.flatMap((r) => r.issues));
+      if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = "";
-    };
+    } finally {
+      inflightBytes -= reserved;
+    }
+  };
 
   const batchRoute = ingest((body) => {
     const count = Array.isArray((body as { batch?: unknown } | undefined)?.batch) ? (body as { batch: unknown[] }).batch.length : 0;
@@ -147,10 +194,10 @@ export function createApp(deps: AppDeps): Koa {
         message: `the batch has ${count} messages; the limit is ${limits.maxBatchMessages} per request`,
       });
     }
-    const result = validateBatch(body);
+    const result = sortBatch(body);
     if (!result.ok) return result;
-    const { batch, context, sentAt } = result.value;
-    return { ok: true, value: { messages: batch, defaults: { context, sentAt } } };
+    const { frame, accepted, rejected } = result.value;
+    return { ok: true, value: { messages: accepted, rejected, defaults: { context: frame.context, sentAt: frame.sentAt } } };
   });
   for (const prefix of PREFIXES) {
     router.post(`${prefix}/batch`, batchRoute);
@@ -159,7 +206,10 @@ export function createApp(deps: AppDeps): Koa {
         `${prefix}/${type}`,
         ingest((body) => {
           const result = validateSingle(type, body);
-          return result.ok ? { ok: true, value: { messages: [result.value], defaults: {} } } : result;
+          if (result.ok) return { ok: true, value: { messages: [result.value], rejected: [], defaults: {} } };
+          // A body that is not even an object is a malformed request, not a refused message.
+          if (body === null || typeof body !== "object" || Array.isArray(body)) return result;
+          return { ok: true, value: { messages: [], rejected: [{ index: 0, item: body, issues: result.issues }], defaults: {} } };
         }),
       );
     }
@@ -183,7 +233,7 @@ export function createApp(deps: AppDeps): Koa {
     const seconds = (performance.now() - started) / 1000;
     deps.metrics.requests.inc({ route, status: String(ctx.status) });
     deps.metrics.requestSeconds.observe({ route }, seconds);
-    if (ctx.status >= 400) deps.metrics.messagesRefused.inc({ reason: (ctx.body as ErrorBody | undefined)?.error ?? String(ctx.status) });
+    if (ctx.status >= 400) deps.metrics.requestsRefused.inc({ reason: (ctx.body as ErrorBody | undefined)?.error ?? String(ctx.status) });
     log.debug({ method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1000) }, "request");
   });
   app.use(
@@ -191,7 +241,7 @@ export function createApp(deps: AppDeps): Koa {
       origin: (ctx) => corsOrigin(ctx.get("Origin"), deps.corsOrigins),
       allowMethods: ["GET", "POST", "OPTIONS"],
       allowHeaders: ["Authorization", "Content-Type", "Content-Encoding", "PublicWriteKey"],
-      exposeHeaders: ["Retry-After"],
+      exposeHeaders: ["Retry-After", REJECTED_HEADER, "X-Request-Id"],
       maxAge: 86_400,
     }),
   );
@@ -212,13 +262,25 @@ async function readBody(ctx: Koa.Context, parseJson: Koa.Middleware): Promise<vo
     });
   }
   const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
-  if (!ENCODINGS.has(encoding)) {
+  const known = ENCODINGS.get(encoding);
+  if (known === undefined) {
     throw new HttpError(415, {
       error: "unsupported_encoding",
       message: `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
     });
   }
+  ctx.req.headers["content-encoding"] = known; // the library matches lower-case names only
   await parseJson(ctx, async () => {});
+}
+
+/**
+ * Bytes to hold for a request while it is read and produced: its Content-Length when the body
+ * is not compressed, else the most it may decode to.
+ */
+function reserveBytes(ctx: Koa.Context, maxRequestBytes: number): number {
+  const length = Number(ctx.get("Content-Length"));
+  const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
+  return encoding === "identity" && Number.isInteger(length) && length >= 0 ? Math.min(length, maxRequestBytes) : maxRequestBytes;
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

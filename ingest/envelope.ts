@@ -12,7 +12,8 @@
  * - the writeKey never reaches the topic;
  * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message).
  */
-import type { EventRecord } from "../schemas/envelope";
+import { createHash } from "node:crypto";
+import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
 import type { BodyWriteKey, JsonObject, Message } from "../schemas/messages";
 
 /** Who sent the request, from where, and when it arrived. */
@@ -57,6 +58,40 @@ export function buildRecords(
     records.push({ key: message.messageId, value });
   }
   return { ok: true, records };
+}
+
+/** A refused item: the item as sent and each reason. */
+export interface Refusal {
+  item: unknown;
+  reasons: string[];
+}
+
+/**
+ * One record per refused item for the rejected topic (key = rejectionId). The item's JSON is
+ * kept whole up to `maxRawBytes` (then cut, and a reason says so), so one record stays under
+ * the broker's limit. Pure.
+ */
+export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number): EventRecord[] {
+  return refusals.map(({ item, reasons }) => {
+    let raw = JSON.stringify(item) ?? "null";
+    const why = [...reasons];
+    if (Buffer.byteLength(raw, "utf8") > maxRawBytes) {
+      why.push(`raw: cut to ${maxRawBytes} bytes of ${Buffer.byteLength(raw, "utf8")}`);
+      raw = Buffer.from(raw, "utf8").subarray(0, maxRawBytes).toString("utf8");
+    }
+    const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
+    const messageId = typeof fields.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
+    const envelope: RejectedEnvelope = {
+      workspaceId: receipt.workspaceId,
+      receivedAt: receipt.receivedAt,
+      rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${raw}`).digest("hex"),
+      messageId,
+      type: typeof fields.type === "string" ? fields.type.slice(0, 100) : "",
+      reasons: why,
+      raw,
+    };
+    return { key: envelope.rejectionId, value: JSON.stringify(envelope), rejected: true };
+  });
 }
 
 /** The message as stored, with the envelope's sentAt and originalTimestamp. */

@@ -23,6 +23,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly body: ErrorBody,
+    /** Headers sent with the answer (Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(body.message);
   }
@@ -46,6 +48,28 @@ export function methodNotAllowed(): HttpError {
   return new HttpError(405, { error: "method_not_allowed", message: "this route answers POST (and OPTIONS for CORS)" });
 }
 
+/** 400: the body has invalid fields and nothing in it was accepted; names each bad field. */
+export function invalidBody(issues: ValidationIssue[]): HttpError {
+  return new HttpError(400, {
+    error: "invalid_body",
+    message: `the body has ${issues.length} invalid field(s); nothing was accepted`,
+    issues,
+  });
+}
+
+/**
+ * 503 + Retry-After: the request bodies held now would pass the in-flight byte budget
+ * (INGEST_MAX_INFLIGHT_BYTES); the client retries after Retry-After seconds.
+ */
+export function overloaded(retryAfterSeconds: number): HttpError {
+  return new HttpError(
+    503,
+    { error: "overloaded", message: "too many request bytes in flight; retry after Retry-After seconds" },
+    { "Retry-After": String(retryAfterSeconds) },
+  );
+}
+
+/** 400: arrays and objects nest deeper than the limit. */
 export function tooDeep(limits: ErrorLimits): HttpError {
   return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
 }
@@ -59,6 +83,7 @@ export function refuseUnauthorized(auth: AuthResult): void {
 export function answerError(ctx: Koa.Context, error: unknown, retryAfterSeconds: number, limits: ErrorLimits, log: Logger): void {
   if (error instanceof HttpError) {
     ctx.status = error.status;
+    ctx.set(error.headers);
     ctx.body = error.body;
     return;
   }

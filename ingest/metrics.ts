@@ -16,8 +16,10 @@ export interface IngestMetrics {
   produceSeconds: Histogram<"status">;
   /** Records acknowledged by the broker. */
   recordsProduced: Counter<"topic">;
-  /** Messages refused, by reason (the error code answered). */
-  messagesRefused: Counter<"reason">;
+  /** Requests refused whole, by reason (the error code answered). */
+  requestsRefused: Counter<"reason">;
+  /** Batch items (or single messages) refused and kept in `rejected_messages`. */
+  messagesRejected: Counter;
 }
 
 /** Creates the metrics on a fresh registry, with Node's process metrics prefixed `ingest_`. */
@@ -31,6 +33,7 @@ export function ingestMetrics(): IngestMetrics {
     requestSeconds: new Histogram({ name: "ingest_request_duration_seconds", help: "Request latency, arrival to answer", labelNames: ["route"], buckets: seconds, registers: [registry] }),
     produceSeconds: new Histogram({ name: "ingest_produce_duration_seconds", help: "sendBatch latency until the broker's ack", labelNames: ["status"], buckets: seconds, registers: [registry] }),
     recordsProduced: new Counter({ name: "ingest_records_produced_total", help: "Records acknowledged by Kafka (acks=all)", labelNames: ["topic"], registers: [registry] }),
-    messagesRefused: new Counter({ name: "ingest_requests_refused_total", help: "Requests refused, by error code", labelNames: ["reason"], registers: [registry] }),
+    requestsRefused: new Counter({ name: "ingest_requests_refused_total", help: "Requests refused, by error code", labelNames: ["reason"], registers: [registry] }),
+    messagesRejected: new Counter({ name: "ingest_messages_rejected_total", help: "Messages refused and kept in rejected_messages", registers: [registry] }),
   };
 }

@@ -1,11 +1,13 @@
 /**
- * Records of concurrent requests -> one kafkajs sendBatch every few ms (kafkajs has no linger).
+ * Records of concurrent requests -> kafkajs sendBatch every few ms (kafkajs has no linger), each
+ * send under the broker's byte limit (a bigger one is refused whole, again on every retry).
  * A request's promise settles only when the broker acknowledged all its records (acks=all), or
  * rejects: with the send's error when Kafka fails, with ProduceTimeoutError past the deadline.
  * Either way the request is answered 503 and the client retries; a late ack then only makes a
  * duplicate, which ClickHouse collapses by messageId.
  */
 import type { EventRecord } from "../schemas/envelope";
+import { chunkByBytes, recordBytes } from "../schemas/kafka-limits";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
 export type SendBatch = (records: EventRecord[]) => Promise<void>;
@@ -25,6 +27,12 @@ export interface AccumulatorOptions {
   lingerMs: number;
   /** Send at once when this many records are pending. */
   maxBatch: number;
+  /**
+   * Most bytes of one send (schemas/kafka-limits.ts recordBytes): pending records over it are
+   * sent in several sends, and a request is acknowledged once every send holding its records
+   * is. Default: no limit.
+   */
+  maxBytes?: number;
   /** Deadline of one `produce` call, ms. */
   timeoutMs: number;
 }
@@ -35,12 +43,15 @@ interface Pending {
 }
 
 /**
- * Accumulates records and sends them with `send`. The records of one `produce` call always go in
- * the same send, so one request is acknowledged or failed as a whole.
+ * Accumulates records and sends them with `send`. A request is acknowledged only when every
+ * record of its `produce` call is: when its records span several sends (over `maxBytes`), one
+ * failed send fails the request, and the client's retry of the same messageIds collapses to one
+ * row per message in ClickHouse.
  */
 export class Accumulator {
   private pending: Pending[] = [];
   private pendingRecords = 0;
+  private pendingBytes = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
 
@@ -59,7 +70,8 @@ export class Accumulator {
       this.pending.push({ records, settle: (error) => (error === undefined ? resolve() : reject(error)) });
     });
     this.pendingRecords += records.length;
-    if (this.pendingRecords >= this.options.maxBatch) this.flush();
+    if (this.options.maxBytes !== undefined) for (const r of records) this.pendingBytes += recordBytes(r);
+    if (this.pendingRecords >= this.options.maxBatch || this.pendingBytes >= (this.options.maxBytes ?? Infinity)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.options.lingerMs);
     return withDeadline(acked, this.options.timeoutMs);
   }
@@ -72,14 +84,32 @@ export class Accumulator {
     const batch = this.pending;
     this.pending = [];
     this.pendingRecords = 0;
+    this.pendingBytes = 0;
     const records: EventRecord[] = [];
     for (const p of batch) for (const r of p.records) records.push(r);
-    const sending = this.send(records).then(
-      () => batch.forEach((p) => p.settle()),
-      (error: unknown) => batch.forEach((p) => p.settle(error ?? new Error("send failed"))),
-    );
-    this.inFlight.add(sending);
-    void sending.finally(() => this.inFlight.delete(sending));
+    const chunks = this.options.maxBytes === undefined ? [records] : chunkByBytes(records, this.options.maxBytes, recordBytes);
+    const sends = chunks.map((chunk) => this.send(chunk));
+    // Each request waits for the sends holding its records (contiguous, in order).
+    const chunkOf: number[] = []; // flat record index -> chunk index
+    chunks.forEach((c, i) => c.forEach(() => chunkOf.push(i)));
+    let start = 0;
+    for (const p of batch) {
+      const first = chunkOf[start]!;
+      const last = chunkOf[start + p.records.length - 1]!;
+      start += p.records.length;
+      Promise.all(sends.slice(first, last + 1)).then(
+        () => p.settle(),
+        (error: unknown) => p.settle(error ?? new Error("send failed")),
+      );
+    }
+    for (const sent of sends) {
+      const settled = sent.then(
+        () => {},
+        () => {},
+      );
+      this.inFlight.add(settled);
+      void settled.finally(() => this.inFlight.delete(settled));
+    }
   }
 
   /** Sends what is pending and waits until every send has settled (shutdown). */

@@ -4,7 +4,7 @@
  * probe keeps /readyz honest about whether Kafka answers.
  */
 import { once } from "node:events";
-import { unwatchFile, watchFile } from "node:fs";
+import { existsSync, unwatchFile, watchFile } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -17,6 +17,7 @@ import { readKeys } from "./keys";
 import { ingestMetrics } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator } from "./producer";
+import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { TokenBuckets } from "./ratelimit";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -63,33 +64,51 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   }, PROBE_INTERVAL_MS);
 
   const metrics = ingestMetrics();
+  const { topic, rejectedTopic } = config.kafka;
+  // One send never passes the smaller of both topics' limits (a bigger one is refused whole).
+  const maxBytes = Math.min(
+    await topicMaxMessageBytes(kafka, topic, config.kafka.maxMessageBytes),
+    await topicMaxMessageBytes(kafka, rejectedTopic, config.kafka.maxMessageBytes),
+  );
   const accumulator = new Accumulator(
     async (records) => {
       const timer = metrics.produceSeconds.startTimer();
+      const events = records.filter((r) => r.rejected !== true);
+      const rejected = records.filter((r) => r.rejected === true).map(({ key, value }) => ({ key, value }));
       try {
         // acks -1: every in-sync replica has the records before the promise resolves.
         await producer.sendBatch({
-          topicMessages: [{ topic: config.kafka.topic, messages: records }],
+          topicMessages: [
+            ...(events.length > 0 ? [{ topic, messages: events }] : []),
+            ...(rejected.length > 0 ? [{ topic: rejectedTopic, messages: rejected }] : []),
+          ],
           acks: -1,
           timeout: config.produceTimeoutMs,
         });
         timer({ status: "ok" });
-        metrics.recordsProduced.inc({ topic: config.kafka.topic }, records.length);
+        metrics.recordsProduced.inc({ topic }, events.length);
+        if (rejected.length > 0) metrics.recordsProduced.inc({ topic: rejectedTopic }, rejected.length);
       } catch (error) {
         timer({ status: "failed" });
         throw error;
       }
     },
-    { lingerMs: config.produceLingerMs, maxBatch: config.produceMaxBatch, timeoutMs: config.produceTimeoutMs },
+    { lingerMs: config.produceLingerMs, maxBatch: config.produceMaxBatch, maxBytes, timeoutMs: config.produceTimeoutMs },
   );
 
   // Keys from WRITE_KEYS and the keys file; the file is re-read when it changes (a Kubernetes
-  // Secret update, `keys create|revoke`). A bad file keeps the keys in force and logs why.
+  // Secret update, `keys create|revoke`). A bad or vanished file keeps the keys in force and
+  // logs why: a Secret being remounted must not revoke every key.
   const keysOf = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
   const writeKeys = new WriteKeys(keysOf());
   if (writeKeys.size === 0) log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE): every request will get 401");
   if (config.writeKeysFile) {
-    watchFile(config.writeKeysFile, { interval: 1_000 }, () => {
+    const file = config.writeKeysFile;
+    watchFile(file, { interval: 1_000 }, () => {
+      if (!existsSync(file)) {
+        log.error({ file }, "keys file is gone; the previous keys stay in force");
+        return;
+      }
       try {
         writeKeys.replace(keysOf());
         log.info({ keys: writeKeys.size }, "write keys reloaded");
@@ -109,7 +128,8 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
       maxBatchMessages: config.maxBatchMessages,
       maxJsonDepth: config.maxJsonDepth,
     },
-    trustProxy: config.trustProxy,
+    trustedProxies: config.trustedProxies,
+    maxInflightBytes: config.maxInflightBytes,
     corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,
     rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),

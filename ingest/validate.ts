@@ -1,10 +1,12 @@
 /**
  * Request bodies -> typed messages or a list of issues, each naming one bad field. Pure; the
- * checks themselves are the typia guards of schemas/guards.ts.
+ * checks themselves are the typia guards of schemas/guards.ts, after Segment's coercions
+ * (ingest/coerce.ts). A batch is checked item by item: a bad item is rejected on its own.
  */
 import type { IValidation } from "typia";
-import { validateBatchBody, validateIdentified, validateSingleBody } from "../schemas/guards";
-import type { BatchBody, BodyWriteKey, Message, MessageType } from "../schemas/messages";
+import { validateBatchFrame, validateIdentified, validateMessage, validateSingleBody } from "../schemas/guards";
+import type { BatchBody, BatchFrame, BodyWriteKey, Message, MessageType } from "../schemas/messages";
+import { coerceMessage } from "./coerce";
 
 /** One bad field: its path in the body (`batch[2].event`) and what was expected there. */
 export interface ValidationIssue {
@@ -15,17 +17,54 @@ export interface ValidationIssue {
 /** A validated body, or every issue found in it. */
 export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
 
-/** Checks a batch body; every item must pass, or the whole body is refused. */
+/** A batch item refused on its own: its position, the item as sent, and each bad field. */
+export interface RejectedItem {
+  index: number;
+  item: unknown;
+  issues: ValidationIssue[];
+}
+
+/** A batch sorted into the items accepted (coerced, typed) and the items rejected. */
+export interface SortedBatch {
+  frame: BatchFrame;
+  accepted: (Message & BodyWriteKey)[];
+  rejected: RejectedItem[];
+}
+
+/**
+ * Checks a batch body item by item. The frame (an object with a non-empty `batch` array, a
+ * valid `sentAt` and `context`) must be right, or the whole body is refused; then each item is
+ * coerced and checked alone (Segment: invalid items are dropped, the rest stored).
+ */
+export function sortBatch(body: unknown): Validation<SortedBatch> {
+  const frame = validateBatchFrame(body);
+  if (!frame.success) return { ok: false, issues: toIssues(frame) };
+  // typia does not apply MinItems to an unknown[] (12.x), so the frame's rule is checked here.
+  if (frame.data.batch.length === 0) return { ok: false, issues: [{ path: "batch", expected: "Array<Message> & MinItems<1>" }] };
+  const accepted: (Message & BodyWriteKey)[] = [];
+  const rejected: RejectedItem[] = [];
+  frame.data.batch.forEach((item, index) => {
+    const at = `batch[${index}]`;
+    const result = validateMessage(coerceMessage(item));
+    const issues = result.success ? identityIssues(result.data, at) : toIssues(result).map((i) => ({ ...i, path: underPath(at, i.path) }));
+    if (issues.length === 0 && result.success) accepted.push(result.data);
+    else rejected.push({ index, item, issues });
+  });
+  return { ok: true, value: { frame: frame.data, accepted, rejected } };
+}
+
+/** Checks a batch body as a whole: valid only when every item is (the issues of all of them). */
 export function validateBatch(body: unknown): Validation<BatchBody> {
-  const result = validateBatchBody(body);
-  if (!result.success) return { ok: false, issues: toIssues(result) };
-  const issues = result.data.batch.flatMap((item, i) => identityIssues(item, `batch[${i}]`));
-  return issues.length > 0 ? { ok: false, issues } : { ok: true, value: result.data };
+  const sorted = sortBatch(body);
+  if (!sorted.ok) return sorted;
+  const { frame, accepted, rejected } = sorted.value;
+  if (rejected.length > 0) return { ok: false, issues: rejected.flatMap((r) => r.issues) };
+  return { ok: true, value: { ...frame, batch: accepted } as BatchBody };
 }
 
 /** Checks the body of a single-message route; its `type` is the route's when omitted. */
 export function validateSingle(type: MessageType, body: unknown): Validation<Message & BodyWriteKey> {
-  const result = validateSingleBody[type](body);
+  const result = validateSingleBody[type](coerceMessage(body));
   if (!result.success) return { ok: false, issues: toIssues(result) };
   const issues = identityIssues(result.data, "");
   return issues.length > 0 ? { ok: false, issues } : { ok: true, value: { ...result.data, type } as Message & BodyWriteKey };
@@ -40,6 +79,12 @@ function identityIssues(message: unknown, at: string): ValidationIssue[] {
 
 function toIssues(result: IValidation.IFailure): ValidationIssue[] {
   return result.errors.map((e) => ({ path: bodyPath(e.path), expected: e.expected }));
+}
+
+/** An item's issue path under the item's own path: `$` -> `batch[2]`, `event` -> `batch[2].event`. */
+function underPath(at: string, path: string): string {
+  if (path === "$") return at;
+  return path.startsWith("[") ? `${at}${path}` : `${at}.${path}`;
 }
 
 /** typia's `$input.batch[0].event` -> `batch[0].event`; the body itself is `$`. */

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import typia, { tags } from "typia";
+import { tableNameConflict } from "./clickhouse";
 
 type Port = number & tags.Type<"uint32"> & tags.Minimum<1> & tags.Maximum<65535>;
 type Positive = number & tags.Type<"uint32"> & tags.Minimum<1>;
@@ -18,6 +19,14 @@ export interface KafkaConfig {
   topic: Name;
   /** Dead-letter topic of records the sink cannot store (env KAFKA_DLQ_TOPIC). */
   dlqTopic: Name;
+  /** Topic of batch items the ingest refused, kept for `rejected_messages` (env KAFKA_REJECTED_TOPIC). */
+  rejectedTopic: Name;
+  /**
+   * Most bytes in one produce of one process (env KAFKA_MAX_MESSAGE_BYTES; Kafka's default
+   * message.max.bytes is 1,048,588). Each process also reads its topic's max.message.bytes at
+   * start and keeps the smaller.
+   */
+  maxMessageBytes: Positive & tags.Minimum<65536>;
   /** kafkajs clientId (env KAFKA_CLIENT_ID). */
   clientId: Name;
 }
@@ -74,8 +83,14 @@ export interface IngestConfig {
   keepAliveTimeoutMs: Positive;
   /** On SIGTERM, how long /readyz answers 503 while requests are still served, ms (env INGEST_DRAIN_DELAY_MS). */
   drainDelayMs: number & tags.Type<"uint32">;
-  /** Trust X-Forwarded-For for the client address (env TRUST_PROXY=1; only behind a proxy you run). */
-  trustProxy: boolean;
+  /**
+   * Proxies you run in front of the ingest, each appending to X-Forwarded-For (env TRUST_PROXY:
+   * a count; `true` is 1; 0 or unset ignores the header). The client address is the entry that
+   * many hops from the right; entries left of it are whatever the client claimed.
+   */
+  trustedProxies: number & tags.Type<"uint32"> & tags.Maximum<16>;
+  /** Bytes of request bodies held at once before answering 503 + Retry-After (env INGEST_MAX_INFLIGHT_BYTES). */
+  maxInflightBytes: Positive;
   /**
    * Processes serving the port (env INGEST_WORKERS; node:cluster). 1 runs no cluster; more puts
    * a primary in front that forks them and forwards SIGTERM. On Kubernetes keep 1 and scale pods.
@@ -98,8 +113,10 @@ export interface IngestConfig {
 export interface SinkConfig {
   /** Consumer group (env SINK_GROUP_ID). */
   groupId: Name;
-  /** Records held, all partitions together, that trigger a flush (env SINK_BATCH_ROWS). */
+  /** Records held (rows and dead letters), all partitions together, that trigger a flush (env SINK_BATCH_ROWS). */
   batchRows: Positive;
+  /** Bytes of record values held, all partitions together, that trigger a flush (env SINK_BATCH_BYTES). */
+  batchBytes: Positive;
   /** Oldest row's age that triggers a flush, ms (env SINK_BATCH_WAIT_MS). */
   batchWaitMs: Positive;
   /** Insert retry backoff: first and largest wait, ms (env SINK_RETRY_MIN_MS, SINK_RETRY_MAX_MS). */
@@ -142,6 +159,8 @@ export function kafkaConfig(env: Env): KafkaConfig {
     brokers: list(env.KAFKA_BROKERS ?? "127.0.0.1:9092"),
     topic: env.KAFKA_TOPIC ?? "events",
     dlqTopic: env.KAFKA_DLQ_TOPIC ?? "events-dlq",
+    rejectedTopic: env.KAFKA_REJECTED_TOPIC ?? "events-rejected",
+    maxMessageBytes: int(env.KAFKA_MAX_MESSAGE_BYTES, 1_000_000),
     clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
   };
 }
@@ -180,7 +199,8 @@ export function ingestConfig(env: Env): IngestConfig {
     requestTimeoutMs: int(env.INGEST_REQUEST_TIMEOUT_MS, 30_000),
     keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
     drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
-    trustProxy: env.TRUST_PROXY === "1" || env.TRUST_PROXY === "true",
+    trustedProxies: env.TRUST_PROXY === "true" ? 1 : env.TRUST_PROXY === "false" ? 0 : int(env.TRUST_PROXY, 0),
+    maxInflightBytes: int(env.INGEST_MAX_INFLIGHT_BYTES, 64 * 1024 * 1024),
     workers: int(env.INGEST_WORKERS, 1),
     corsOrigins: list(env.CORS_ORIGINS ?? "*"),
     produceLingerMs: int(env.PRODUCE_LINGER_MS, 1),
@@ -189,17 +209,42 @@ export function ingestConfig(env: Env): IngestConfig {
     retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
     kafka: kafkaConfig(env),
   });
-  if (config.keepAliveTimeoutMs >= config.headersTimeoutMs) {
-    throw new Error("INGEST_KEEPALIVE_TIMEOUT_MS must be below INGEST_HEADERS_TIMEOUT_MS");
-  }
+  const contradiction = ingestContradiction(config);
+  if (contradiction !== undefined) throw new Error(contradiction);
   return config;
 }
 
-/** Parses and checks the sink settings. Throws TypeGuardError on a bad value. */
+/** The first pair of ingest settings that contradict each other, as a message; undefined if none. */
+export function ingestContradiction(c: IngestConfig): string | undefined {
+  if (c.keepAliveTimeoutMs >= c.headersTimeoutMs) return "INGEST_KEEPALIVE_TIMEOUT_MS must be below INGEST_HEADERS_TIMEOUT_MS";
+  if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
+    return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;
+  }
+  if (c.maxMessageBytes > c.maxRequestBytes) return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) is above MAX_REQUEST_BYTES (${c.maxRequestBytes})`;
+  if (c.maxInflightBytes < c.maxRequestBytes) {
+    return `INGEST_MAX_INFLIGHT_BYTES (${c.maxInflightBytes}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): no compressed request could be read`;
+  }
+  if (c.maxMessageBytes + 1_024 > c.kafka.maxMessageBytes) {
+    return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) does not fit in KAFKA_MAX_MESSAGE_BYTES (${c.kafka.maxMessageBytes})`;
+  }
+  if (c.produceTimeoutMs >= c.requestTimeoutMs) return "PRODUCE_TIMEOUT_MS must be below INGEST_REQUEST_TIMEOUT_MS";
+  return undefined;
+}
+
+/** The first pair of sink settings that contradict each other, as a message; undefined if none. */
+export function sinkContradiction(c: SinkConfig): string | undefined {
+  if (c.retryMinMs > c.retryMaxMs) return `SINK_RETRY_MIN_MS (${c.retryMinMs}) is above SINK_RETRY_MAX_MS (${c.retryMaxMs})`;
+  const reserved = tableNameConflict(c.clickhouse.table);
+  if (reserved !== undefined) return reserved;
+  return undefined;
+}
+
+/** Parses and checks the sink settings. Throws TypeGuardError on a bad value, Error on a contradiction. */
 export function sinkConfig(env: Env): SinkConfig {
-  return typia.assert<SinkConfig>({
+  const config = typia.assert<SinkConfig>({
     groupId: env.SINK_GROUP_ID ?? "events-sink",
     batchRows: int(env.SINK_BATCH_ROWS, 10_000),
+    batchBytes: int(env.SINK_BATCH_BYTES, 16 * 1024 * 1024),
     batchWaitMs: int(env.SINK_BATCH_WAIT_MS, 1_000),
     retryMinMs: int(env.SINK_RETRY_MIN_MS, 200),
     retryMaxMs: int(env.SINK_RETRY_MAX_MS, 10_000),
@@ -212,6 +257,9 @@ export function sinkConfig(env: Env): SinkConfig {
     kafka: kafkaConfig(env),
     clickhouse: clickhouseConfig(env),
   });
+  const contradiction = sinkContradiction(config);
+  if (contradiction !== undefined) throw new Error(contradiction);
+  return config;
 }
 
 /** Parses and checks the setup settings. Throws TypeGuardError on a bad value. */

@@ -24,12 +24,36 @@ export interface Envelope {
   message: Message;
 }
 
+/**
+ * Value of one record on the rejected topic (JSON, UTF-8): a batch item the ingest refused,
+ * kept with its reasons so an operator can query it (table `rejected_messages`). Nothing a
+ * client sends is dropped silently.
+ */
+export interface RejectedEnvelope {
+  /** Owner of the writeKey that sent the request. */
+  workspaceId: Id;
+  /** Server time the HTTP request arrived (ISO 8601, ms). */
+  receivedAt: IsoDateTime;
+  /** Hex SHA-256 of workspaceId and raw: a retry of the same item is one row. */
+  rejectionId: string;
+  /** The item's messageId when it sent a usable one, else ''. */
+  messageId: string;
+  /** The item's `type` when it was a string, else ''. */
+  type: string;
+  /** Each refusal, `path: expected` (`batch[3].event: string (required)`). */
+  reasons: string[];
+  /** The item's JSON text as received (lone surrogates already replaced by U+FFFD). */
+  raw: string;
+}
+
 /** A record as produced: key and value as the broker stores them. */
 export interface EventRecord {
-  /** The messageId. */
+  /** The messageId (events topic) or the rejectionId (rejected topic). */
   key: string;
-  /** `JSON.stringify(envelope)`. */
+  /** `JSON.stringify(envelope)` (or of a RejectedEnvelope). */
   value: string;
+  /** A refused item for the rejected topic, not an event. */
+  rejected?: true;
 }
 
 /** Header names of a dead-letter record; key and value are the original record's, unchanged. */

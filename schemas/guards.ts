@@ -3,13 +3,15 @@
  * compile time from the types; no hand-written field checks.
  */
 import typia from "typia";
-import type { Envelope } from "./envelope";
+import type { Envelope, RejectedEnvelope } from "./envelope";
 import type {
   AliasBody,
   BatchBody,
+  BatchFrame,
   GroupBody,
   IdentifyBody,
   Identified,
+  Message,
   MessageType,
   PageBody,
   ScreenBody,
@@ -18,6 +20,12 @@ import type {
 
 /** Body of POST .../batch. */
 export const validateBatchBody = typia.createValidate<BatchBody>();
+
+/** A batch body's frame: everything but the items. */
+export const validateBatchFrame = typia.createValidate<BatchFrame>();
+
+/** One batch item, checked on its own. */
+export const validateMessage = typia.createValidate<Message>();
 
 /** Bodies of the single-message routes, by message type. */
 export const validateSingleBody = {
@@ -34,3 +42,6 @@ export const validateIdentified = typia.createValidate<Identified>();
 
 /** A record value read back from the topic by the sink. */
 export const validateEnvelope = typia.createValidate<Envelope>();
+
+/** A record value of the rejected topic, read back by the sink. */
+export const validateRejectedEnvelope = typia.createValidate<RejectedEnvelope>();

@@ -169,3 +169,15 @@ export interface BatchBody extends BodyWriteKey {
   /** When the client sent the request (Segment); an item's own sentAt wins. */
   sentAt?: IsoDateTime | null;
 }
+
+/**
+ * A batch body before its items are checked one by one: the frame must be right for anything to
+ * be accepted; each item is then accepted or rejected on its own (Segment drops invalid items
+ * of a batch and stores the rest).
+ */
+export interface BatchFrame extends BodyWriteKey {
+  /** The items, unchecked; at least one. */
+  batch: unknown[] & tags.MinItems<1>;
+  context?: JsonObject | null;
+  sentAt?: IsoDateTime | null;
+}

@@ -37,3 +37,14 @@ export interface EventRow {
   /** JSON text of every other top-level field the client sent (integrations, channel, ...). */
   extra: string;
 }
+
+/** One row of the ClickHouse `rejected_messages` table (see RejectedEnvelope). */
+export interface RejectedRow {
+  workspace_id: string;
+  received_at: string;
+  rejection_id: string;
+  message_id: string;
+  type: string;
+  reasons: string[];
+  raw: string;
+}

@@ -1,9 +1,9 @@
 /**
- * Open batches of decoded records, one per partition, flushed together by size or by age: one
- * flush is one INSERT of every partition's rows (ClickHouse: at least 1,000 rows per insert and
- * about one insert per second per table), then one commit per partition. Pure bookkeeping: no
- * I/O, time comes in as an argument. Each partition's batch remembers the last offset it holds,
- * so the commit after the insert covers exactly what was written.
+ * Open batches of decoded records, one per partition, flushed together by count, bytes or age:
+ * one flush is one INSERT of every partition's rows (ClickHouse: at least 1,000 rows per insert
+ * and about one insert per second per table), then one commit per partition. Pure bookkeeping:
+ * no I/O, time comes in as an argument. Each partition's batch remembers the last offset it
+ * holds, so the commit after the insert covers exactly what was written.
  */
 import type { EventRow } from "../schemas/row";
 
@@ -19,8 +19,8 @@ export interface DeadLetter {
 }
 
 /** A decoded row and where it came from (kept to dead-letter it if ClickHouse refuses it). */
-export interface BatchItem {
-  row: EventRow;
+export interface BatchItem<Row = EventRow> {
+  row: Row;
   partition: number;
   offset: string;
   key: Buffer | null;
@@ -28,9 +28,9 @@ export interface BatchItem {
 }
 
 /** What one flush writes and then commits. */
-export interface PartitionBatch {
+export interface PartitionBatch<Row = EventRow> {
   partition: number;
-  items: BatchItem[];
+  items: BatchItem<Row>[];
   deadLetters: DeadLetter[];
   /** Highest offset held; the commit after the insert is this + 1. */
   lastOffset: string;
@@ -41,28 +41,31 @@ export interface PartitionBatch {
 /** Flush triggers, over every partition's open batch together. */
 export interface BatchLimits {
   /** Records held (rows and dead letters, all partitions) that make a flush due at once. */
-  maxRows: number;
+  maxRecords: number;
+  /** Bytes of record values held (all partitions) that make a flush due at once. */
+  maxBytes: number;
   /** Age of the oldest record held that makes a flush due, ms. */
   maxWaitMs: number;
 }
 
 /** Open batches, one per partition, flushed together. */
-export class PartitionBatches {
-  private readonly open = new Map<number, PartitionBatch>();
+export class PartitionBatches<Row = EventRow> {
+  private readonly open = new Map<number, PartitionBatch<Row>>();
   private held = 0;
+  private heldBytes = 0;
 
   constructor(private readonly limits: BatchLimits) {}
 
-  /** Adds a row. Returns true when the records held reach `maxRows`. */
-  addRow(item: BatchItem, now: number): boolean {
+  /** Adds a row. Returns true when the records or bytes held reach their limit. */
+  addRow(item: BatchItem<Row>, now: number): boolean {
     this.batchOf(item.partition, item.offset, now).items.push(item);
-    return ++this.held >= this.limits.maxRows;
+    return this.count(item.value);
   }
 
   /** Adds a record that goes to the DLQ; it still counts toward the commit. */
   addDeadLetter(letter: DeadLetter, now: number): boolean {
     this.batchOf(letter.partition, letter.offset, now).deadLetters.push(letter);
-    return ++this.held >= this.limits.maxRows;
+    return this.count(letter.value);
   }
 
   /** Whether the oldest record held has waited `maxWaitMs` or more. */
@@ -72,10 +75,9 @@ export class PartitionBatches {
   }
 
   /** Removes and returns every open batch (one flush). */
-  takeAll(): PartitionBatch[] {
+  takeAll(): PartitionBatch<Row>[] {
     const batches = [...this.open.values()];
-    this.open.clear();
-    this.held = 0;
+    this.clear();
     return batches;
   }
 
@@ -84,13 +86,24 @@ export class PartitionBatches {
     return this.held;
   }
 
+  /** Bytes of record values held, all partitions. */
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
   /** Drops every open batch (after a rebalance the records are fetched again from the commit). */
   clear(): void {
     this.open.clear();
     this.held = 0;
+    this.heldBytes = 0;
   }
 
-  private batchOf(partition: number, offset: string, now: number): PartitionBatch {
+  private count(value: Buffer | null): boolean {
+    this.heldBytes += value?.length ?? 0;
+    return ++this.held >= this.limits.maxRecords || this.heldBytes >= this.limits.maxBytes;
+  }
+
+  private batchOf(partition: number, offset: string, now: number): PartitionBatch<Row> {
     let batch = this.open.get(partition);
     if (batch === undefined) {
       batch = { partition, items: [], deadLetters: [], lastOffset: offset, openedAt: now };

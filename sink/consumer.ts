@@ -1,29 +1,34 @@
 /**
- * The kafkajs consumer loop: fetch -> decode -> per-partition batch -> insert -> DLQ -> commit.
- * Offsets are committed only after ClickHouse acknowledged the insert (and the DLQ the dead
- * letters), so a crash at any point replays from the last commit; the replayed rows carry the
- * same messageId and collapse under FINAL. While ClickHouse is down the insert retries with
- * backoff, the partition's batch fills, and fetching waits (backpressure); nothing is committed.
+ * The kafkajs consumer loop of one topic: fetch -> decode -> per-partition batch -> flush
+ * (insert, DLQ, commit: sink/flush.ts). Offsets are committed only after ClickHouse acknowledged
+ * the insert (and the DLQ the dead letters), so a crash at any point replays from the last
+ * commit; the replayed rows carry the same key and collapse under FINAL. While ClickHouse is down
+ * the insert retries with backoff, the batch fills, and fetching waits (backpressure); nothing
+ * is committed. Rows ClickHouse refuses are narrowed and dead-lettered, so data never stalls it.
  */
 import type { Consumer, EachBatchPayload } from "kafkajs";
 import type { Logger } from "pino";
 import { PartitionBatches, type DeadLetter, type PartitionBatch } from "./batch";
-import { decode } from "./decode";
+import type { DecodeResult } from "./decode";
+import { Flusher, type CommitOffset } from "./flush";
 import type { SinkMetrics } from "./metrics";
-import { insertOrSplit, retry, type InsertRows } from "./writer";
+import { retry, type InsertRows, type ProbeInsert } from "./writer";
 
 /** What the loop needs. */
-export interface LoopDeps {
+export interface LoopDeps<Row extends { received_at: string }> {
   consumer: Consumer;
   topic: string;
-  insert: InsertRows;
+  /** Record value -> row or DLQ reason (sink/decode.ts). */
+  decode: (value: Buffer | null) => DecodeResult<Row>;
+  insert: InsertRows<Row>;
+  probe: ProbeInsert;
   sendDeadLetters: (letters: DeadLetter[]) => Promise<void>;
-  batchRows: number;
+  /** Flush triggers: records held, bytes of record values held, age of the oldest, ms. */
+  batchRecords: number;
+  batchBytes: number;
   batchWaitMs: number;
   retryMinMs: number;
   retryMaxMs: number;
-  /** Fault-test hook: SIGKILL the process just before or just after an insert. */
-  crashAt: "" | "before-insert" | "after-insert";
   metrics: SinkMetrics;
   log: Logger;
 }
@@ -48,58 +53,51 @@ export interface RunningLoop {
 }
 
 /** Subscribes and runs the loop until stopped. */
-export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
-  const { consumer, topic, log } = deps;
-  const batches = new PartitionBatches({ maxRows: deps.batchRows, maxWaitMs: deps.batchWaitMs });
+export async function runLoop<Row extends { received_at: string }>(deps: LoopDeps<Row>): Promise<RunningLoop> {
+  const { consumer, topic, log, metrics } = deps;
+  const batches = new PartitionBatches<Row>({ maxRecords: deps.batchRecords, maxBytes: deps.batchBytes, maxWaitMs: deps.batchWaitMs });
   const abort = new AbortController();
   let heartbeat: () => Promise<void> = async () => {};
   let stopping = false;
   let inBatch: Promise<void> = Promise.resolve();
   const health: LoopHealth = { joined: false, writeFailing: false };
 
-  const retryOptions = (what: string) => ({
-    minMs: deps.retryMinMs,
-    maxMs: deps.retryMaxMs,
-    signal: abort.signal,
-    onRetry: async (error: unknown, attempt: number, waitMs: number) => {
-      health.writeFailing = true;
-      log.warn({ err: error, attempt, waitMs }, `${what} failed; retrying`);
-      await heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
-    },
+  const flusher = new Flusher<Row>({
+    topic,
+    insert: deps.insert,
+    probe: deps.probe,
+    sendDeadLetters: deps.sendDeadLetters,
+    commit: (offsets: CommitOffset[]) => consumer.commitOffsets(offsets),
+    retry: (what, fn) =>
+      retry(fn, {
+        minMs: deps.retryMinMs,
+        maxMs: deps.retryMaxMs,
+        signal: abort.signal,
+        onRetry: async (error, attempt, waitMs) => {
+          health.writeFailing = true;
+          log.warn({ err: error, attempt, waitMs, topic }, `${what} failed; retrying`);
+          await heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
+        },
+      }),
   });
 
-  const { metrics } = deps;
-  /** One flush: every partition's rows in one insert, dead letters to the DLQ, then the commits. */
-  const write = async (open: PartitionBatch[]) => {
-    if (deps.crashAt === "before-insert") process.kill(process.pid, "SIGKILL");
-    const items = open.flatMap((b) => b.items);
-    const timer = metrics.batchWriteSeconds.startTimer();
-    const refused = await retry(() => insertOrSplit(deps.insert, items), retryOptions("insert"));
+  /** One flush, with its metrics and logs. */
+  const write = async (open: PartitionBatch<Row>[]) => {
+    const timer = metrics.batchWriteSeconds.startTimer({ topic });
+    const result = await flusher.write(open);
     timer();
-    const inserted = items.length - refused.length;
-    metrics.batchRows.observe(inserted);
-    metrics.rowsInserted.inc({ topic }, inserted);
-    const now = Date.now();
-    for (const item of items) metrics.eventDelaySeconds.observe((now - Date.parse(item.row.received_at)) / 1000);
-    const letters = [...open.flatMap((b) => b.deadLetters), ...refused];
-    if (letters.length > 0) {
-      await retry(() => deps.sendDeadLetters(letters), retryOptions("DLQ send"));
-      for (const letter of letters) metrics.dlqRecords.inc({ step: letter.step });
-      log.warn({ count: letters.length }, "records sent to the DLQ");
-    }
     health.writeFailing = false;
-    if (deps.crashAt === "after-insert") process.kill(process.pid, "SIGKILL");
-    // commitOffset = offset + 1: the committed offset is the next record to read.
-    const offsets = open.map((b) => ({ topic, partition: b.partition, offset: (BigInt(b.lastOffset) + 1n).toString() }));
-    try {
-      await consumer.commitOffsets(offsets);
-      metrics.commits.inc({ status: "ok" });
-    } catch (error) {
-      metrics.commits.inc({ status: "failed" });
-      // The rows are stored; a lost commit only means they are read and collapsed again.
-      log.warn({ err: error, offsets }, "commit failed; records will be replayed");
-    }
-    log.debug({ rows: items.length, offsets }, "flushed");
+    metrics.lastInsertAt.set(topic, Date.now());
+    metrics.batchRows.observe({ topic }, result.inserted);
+    metrics.rowsInserted.inc({ topic }, result.inserted);
+    const now = Date.now();
+    for (const b of open) for (const item of b.items) metrics.eventDelaySeconds.observe((now - Date.parse(item.row.received_at)) / 1000);
+    for (const letter of result.deadLetters) metrics.dlqRecords.inc({ step: letter.step });
+    if (result.deadLetters.length > 0) log.warn({ count: result.deadLetters.length, topic }, "records sent to the DLQ");
+    metrics.commits.inc({ status: result.committed ? "ok" : "failed" });
+    // A lost commit only means the rows are read again and collapse under FINAL.
+    if (!result.committed) log.warn({ offsets: result.offsets }, "commit failed; records will be replayed");
+    log.debug({ rows: result.inserted, offsets: result.offsets }, "flushed");
   };
 
   /** Flushes what is held, after any flush already under way (one insert at a time, in order). */
@@ -117,16 +115,17 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
 
   const eachBatch = async ({ batch, resolveOffset, heartbeat: beat, isRunning, isStale }: EachBatchPayload) => {
     heartbeat = beat;
-    metrics.consumerLag.set({ topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
     for (const message of batch.messages) {
-      if (stopping || !isRunning() || isStale()) break;
-      const decoded = decode(message.value);
+      if (stopping || !isRunning() || isStale() || flusher.isAbandoned) break;
+      const decoded = deps.decode(message.value);
       const now = Date.now();
+      const { partition } = batch;
+      const { offset, key, value } = message;
       const full = decoded.ok
-        ? batches.addRow({ row: decoded.row, partition: batch.partition, offset: message.offset, key: message.key, value: message.value }, now)
-        : batches.addDeadLetter({ partition: batch.partition, offset: message.offset, key: message.key, value: message.value, reason: decoded.reason, step: "decode" }, now);
+        ? batches.addRow({ row: decoded.row, partition, offset, key, value }, now)
+        : batches.addDeadLetter({ partition, offset, key, value, reason: decoded.reason, step: "decode" }, now);
       // Resolving lets the fetch move on; the commit still waits for the insert.
-      resolveOffset(message.offset);
+      resolveOffset(offset);
       if (full) await flush(); // backpressure while ClickHouse is slow or down
     }
     await beat();
@@ -139,9 +138,12 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
   });
   consumer.on(consumer.events.CRASH, () => (health.joined = false));
 
-  const timer = setInterval(() => {
-    if (batches.due(Date.now())) void flush().catch(() => {});
-  }, Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))));
+  const timer = setInterval(
+    () => {
+      if (batches.due(Date.now())) void flush().catch(() => {});
+    },
+    Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))),
+  );
 
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
@@ -162,7 +164,7 @@ export async function runLoop(deps: LoopDeps): Promise<RunningLoop> {
       const giveUp = setTimeout(() => abort.abort(), abortAfterMs);
       consumer.pause([{ topic }]);
       await inBatch;
-      await flush().catch(() => {});
+      await flush().catch(() => {}); // after an abandoned flush this commits nothing
       clearTimeout(giveUp);
       await consumer.disconnect();
     },

@@ -8,32 +8,53 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 export interface SinkMetrics {
   registry: Registry;
   /** Rows per insert: one flush of every partition's batch. */
-  batchRows: Histogram;
+  batchRows: Histogram<"topic">;
   /** Time of one flush's insert (with retries and splits), s. */
-  batchWriteSeconds: Histogram;
+  batchWriteSeconds: Histogram<"topic">;
   /** Rows ClickHouse acknowledged. */
   rowsInserted: Counter<"topic">;
   /** Records sent to the DLQ, by the step that refused them. */
   dlqRecords: Counter<"step">;
-  /** Records behind the partition's high watermark at the last fetch. */
+  /**
+   * Records between the group's committed offset and the partition's high watermark, read from
+   * the broker every few seconds, so it keeps rising while the sink is stalled.
+   */
   consumerLag: Gauge<"topic" | "partition">;
+  /** ms time of the last acknowledged flush, by topic (the start time before the first). */
+  lastInsertAt: Map<string, number>;
   /** Time from the ingest's receivedAt to the insert's acknowledgement, s. */
   eventDelaySeconds: Histogram;
   /** Offset commits, by outcome. */
   commits: Counter<"status">;
 }
 
-/** Creates the metrics on a fresh registry, with Node's process metrics prefixed `sink_`. */
-export function sinkMetrics(): SinkMetrics {
+/**
+ * Creates the metrics on a fresh registry, with Node's process metrics prefixed `sink_`.
+ * `sink_last_insert_age_seconds{topic}` is computed at scrape time from `lastInsertAt`: alert
+ * when it grows while `sink_consumer_lag_records` is above 0 (a stalled sink).
+ */
+export function sinkMetrics(topics: string[], startedAt = Date.now()): SinkMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "sink_" });
+  const lastInsertAt = new Map(topics.map((t) => [t, startedAt]));
+  new Gauge({
+    name: "sink_last_insert_age_seconds",
+    help: "Seconds since ClickHouse last acknowledged a flush (since start before the first)",
+    labelNames: ["topic"],
+    registers: [registry],
+    collect() {
+      const now = Date.now();
+      for (const [topic, at] of lastInsertAt) this.set({ topic }, (now - at) / 1000);
+    },
+  });
   return {
     registry,
-    batchRows: new Histogram({ name: "sink_batch_rows", help: "Rows per insert (one flush of every partition's batch)", buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000], registers: [registry] }),
-    batchWriteSeconds: new Histogram({ name: "sink_batch_write_seconds", help: "Insert time of one flush, retries included", buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
+    lastInsertAt,
+    batchRows: new Histogram({ name: "sink_batch_rows", help: "Rows per insert (one flush of every partition's batch)", labelNames: ["topic"], buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000], registers: [registry] }),
+    batchWriteSeconds: new Histogram({ name: "sink_batch_write_seconds", help: "Insert time of one flush, retries included", labelNames: ["topic"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
     rowsInserted: new Counter({ name: "sink_rows_inserted_total", help: "Rows acknowledged by ClickHouse", labelNames: ["topic"], registers: [registry] }),
     dlqRecords: new Counter({ name: "sink_dlq_records_total", help: "Records sent to the DLQ", labelNames: ["step"], registers: [registry] }),
-    consumerLag: new Gauge({ name: "sink_consumer_lag_records", help: "Records behind the high watermark", labelNames: ["topic", "partition"], registers: [registry] }),
+    consumerLag: new Gauge({ name: "sink_consumer_lag_records", help: "Records between the committed offset and the high watermark", labelNames: ["topic", "partition"], registers: [registry] }),
     eventDelaySeconds: new Histogram({ name: "sink_event_delay_seconds", help: "receivedAt to insert acknowledged", buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300], registers: [registry] }),
     commits: new Counter({ name: "sink_commits_total", help: "Offset commits, by outcome", labelNames: ["status"], registers: [registry] }),
   };

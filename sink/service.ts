@@ -1,6 +1,7 @@
 /**
- * The sink service: a kafkajs consumer group writing the events topic into ClickHouse, and a
- * small HTTP server for /healthz and /readyz. If Kafka or ClickHouse is unreachable at start,
+ * The sink service: two kafkajs consumer groups, one writing the events topic into the events
+ * table and one the rejected topic into `rejected_messages`, and a small HTTP server for
+ * /healthz, /readyz and /metrics. If Kafka or ClickHouse is unreachable at start,
  * start() throws; once running, ClickHouse outages are retried (see consumer.ts) and reported
  * by /readyz, and Kafka outages are kafkajs's to reconnect.
  */
@@ -9,15 +10,21 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@clickhouse/client";
 import Router from "@koa/router";
-import { Kafka, logLevel, Partitioners } from "kafkajs";
+import { Kafka, logLevel, Partitioners, type Admin } from "kafkajs";
 import Koa from "koa";
 import type { Logger } from "pino";
-import { quoteIdent } from "../schemas/clickhouse";
+import { quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
+import { topicMaxMessageBytes } from "../schemas/kafka-limits";
+import type { EventRow, RejectedRow } from "../schemas/row";
+import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
+import { withCrashHook } from "./crash";
+import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
-import { clickhouseInsert } from "./writer";
+import { clickhouseInsert, clickhouseProbe } from "./writer";
+
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -30,52 +37,89 @@ export interface RunningSink {
   stop: (abortAfterMs: number) => Promise<void>;
 }
 
-/** Starts the sink; resolves when the consumer runs and the HTTP server listens. */
+/** Starts the sink; resolves when the consumers run and the HTTP server listens. */
 export async function start(config: SinkConfig, log: Logger): Promise<RunningSink> {
   const ch = config.clickhouse;
   const client = createClient({ url: ch.url, username: ch.username, password: ch.password, database: ch.database });
   const kafka = new Kafka({ clientId: `${config.kafka.clientId}-sink`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
-  const consumer = kafka.consumer({
-    groupId: config.groupId,
-    sessionTimeout: config.sessionTimeoutMs,
-    heartbeatInterval: Math.min(3_000, Math.floor(config.sessionTimeoutMs / 10)),
-  });
+  const consumerOf = (groupId: string) =>
+    kafka.consumer({
+      groupId,
+      sessionTimeout: config.sessionTimeoutMs,
+      heartbeatInterval: Math.min(3_000, Math.floor(config.sessionTimeoutMs / 10)),
+    });
+  // Events and refused items are separate topics with separate groups: one never waits for the other.
+  const groups = { [config.kafka.topic]: config.groupId, [config.kafka.rejectedTopic]: `${config.groupId}-rejected` };
+  const eventsConsumer = consumerOf(groups[config.kafka.topic]!);
+  const rejectedConsumer = consumerOf(groups[config.kafka.rejectedTopic]!);
   const dlqProducer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const admin = kafka.admin({ retry: { retries: 0 } });
 
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    if (!payload.restart) {
-      log.fatal({ err: payload.error }, "consumer crashed and will not restart");
-      process.exit(1);
-    }
-    log.error({ err: payload.error }, "consumer crashed; kafkajs restarts it");
-  });
+  for (const consumer of [eventsConsumer, rejectedConsumer]) {
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) {
+        log.fatal({ err: payload.error }, "consumer crashed and will not restart");
+        process.exit(1);
+      }
+      log.error({ err: payload.error }, "consumer crashed; kafkajs restarts it");
+    });
+  }
 
   await client.ping();
-  await Promise.all([consumer.connect(), dlqProducer.connect()]);
-  const metrics = sinkMetrics();
-  const loop = await runLoop({
-    consumer,
-    topic: config.kafka.topic,
-    insert: clickhouseInsert(client, quoteIdent(ch.table)),
-    sendDeadLetters: (letters) =>
-      sendDeadLetters(dlqProducer, config.kafka.dlqTopic, config.kafka.topic, letters, new Date()),
-    batchRows: config.batchRows,
+  await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
+  const dlq = { topic: config.kafka.dlqTopic, maxMessageBytes: await topicMaxMessageBytes(kafka, config.kafka.dlqTopic, config.kafka.maxMessageBytes) };
+  const metrics = sinkMetrics([config.kafka.topic, config.kafka.rejectedTopic]);
+  const common = {
+    batchRecords: config.batchRows,
+    batchBytes: config.batchBytes,
     batchWaitMs: config.batchWaitMs,
     retryMinMs: config.retryMinMs,
     retryMaxMs: config.retryMaxMs,
-    crashAt: config.crashAt,
     metrics,
     log,
-  });
+  };
+  const deadLettersOf = (topic: string) => (letters: DeadLetter[]) => sendDeadLetters(dlqProducer, dlq, topic, letters, new Date());
+  const eventsTable = quoteIdent(ch.table);
+  const rejectedTable = quoteIdent(REJECTED_TABLE);
+  const loops = [
+    await runLoop<EventRow>({
+      ...common,
+      consumer: eventsConsumer,
+      topic: config.kafka.topic,
+      decode,
+      insert: withCrashHook(clickhouseInsert<EventRow>(client, eventsTable), config.crashAt),
+      probe: clickhouseProbe(client, eventsTable),
+      sendDeadLetters: deadLettersOf(config.kafka.topic),
+    }),
+    await runLoop<RejectedRow>({
+      ...common,
+      consumer: rejectedConsumer,
+      topic: config.kafka.rejectedTopic,
+      decode: decodeRejected,
+      insert: clickhouseInsert<RejectedRow>(client, rejectedTable),
+      probe: clickhouseProbe(client, rejectedTable),
+      sendDeadLetters: deadLettersOf(config.kafka.rejectedTopic),
+    }),
+  ];
 
   let clickhouseAnswers = true;
+  await readLag(admin, groups, metrics).catch((error: unknown) => log.debug({ err: error }, "lag not read"));
   const probe = setInterval(() => {
     client.ping().then(
       (result) => (clickhouseAnswers = result.success),
       () => (clickhouseAnswers = false),
     );
+    void readLag(admin, groups, metrics).catch((error: unknown) => log.debug({ err: error }, "lag not read"));
   }, PROBE_INTERVAL_MS);
-  const server = createServer(healthApp(loop.health, () => clickhouseAnswers, metrics).callback());
+  const health: LoopHealth = {
+    get joined() {
+      return loops.every((l) => l.health.joined);
+    },
+    get writeFailing() {
+      return loops.some((l) => l.health.writeFailing);
+    },
+  };
+  const server = createServer(healthApp(health, () => clickhouseAnswers, metrics).callback());
   server.listen(config.httpPort, config.httpHost);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
@@ -85,13 +129,29 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     address,
     stop: async (abortAfterMs) => {
       clearInterval(probe);
-      await loop.stop(abortAfterMs);
-      await dlqProducer.disconnect();
+      await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
+      await Promise.all([dlqProducer.disconnect(), admin.disconnect()]);
       await client.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       log.info("sink stopped");
     },
   };
+}
+
+/**
+ * Sets `sink_consumer_lag_records` of every partition of each topic: high watermark minus the
+ * group's committed offset (the whole partition when nothing is committed). Read from the broker,
+ * not from the fetch, so it keeps rising while a flush is stuck. Throws if Kafka does not answer.
+ */
+async function readLag(admin: Admin, groups: Record<string, string>, metrics: SinkMetrics): Promise<void> {
+  for (const [topic, groupId] of Object.entries(groups)) {
+    const [ends, [committed]] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
+    const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset === "-1" ? "0" : p.offset)]));
+    for (const end of ends) {
+      const lag = BigInt(end.high) - (done.get(end.partition) ?? BigInt(end.low));
+      metrics.consumerLag.set({ topic, partition: String(end.partition) }, Number(lag > 0n ? lag : 0n));
+    }
+  }
 }
 
 /**

@@ -1,18 +1,23 @@
 /**
- * Inserts batches into ClickHouse. Failures are sorted where they are caught: a data error
- * (ClickHouse refuses a value) is not retriable, so the batch is split to find the refused rows,
- * which become dead letters; every other failure (server down, timeout, overload) is retried
- * with backoff until it succeeds or the sink stops. Nothing is committed until this returns.
+ * Inserts batches into ClickHouse. Failures are sorted where they are caught (`classifyInsertError`):
+ * an infrastructure failure (no answer, timeout, overload, a missing table, auth) is retried
+ * with backoff until it succeeds or the sink stops; any other refusal, whatever its code, is
+ * narrowed by halving the batch to the rows that cause it, which become dead letters once a
+ * probe shows ClickHouse otherwise accepts inserts into the table. The rest land. Nothing is
+ * committed until this returns.
  */
 import type { ClickHouseClient } from "@clickhouse/client";
 import type { EventRow } from "../schemas/row";
 import type { BatchItem, DeadLetter } from "./batch";
 
 /** Inserts rows in one INSERT; resolves when ClickHouse acknowledged it. */
-export type InsertRows = (rows: EventRow[]) => Promise<void>;
+export type InsertRows<Row = EventRow> = (rows: Row[]) => Promise<void>;
+
+/** Resolves when ClickHouse accepts an insert into the table at all; throws otherwise. */
+export type ProbeInsert = () => Promise<void>;
 
 /** An insert function bound to a client and table (JSONEachRow, ISO times parsed best-effort). */
-export function clickhouseInsert(client: ClickHouseClient, table: string): InsertRows {
+export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table: string): InsertRows<Row> {
   return async (rows) => {
     await client.insert({
       table,
@@ -24,40 +29,96 @@ export function clickhouseInsert(client: ClickHouseClient, table: string): Inser
 }
 
 /**
- * ClickHouse error codes meaning "this data is bad", not "the server is unwell"
- * (src/Common/ErrorCodes.cpp): parse failures, type mismatches, out-of-range values.
+ * A probe bound to a client and a (quoted) table: an INSERT of no rows from the table itself,
+ * which fails when the table is gone, read-only, or the user may not insert, and succeeds in
+ * milliseconds otherwise.
  */
-const DATA_ERROR_CODES = new Set([6, 26, 27, 32, 38, 41, 53, 69, 70, 72, 117, 131, 321]);
-
-/** Whether ClickHouse refused the data itself (retrying the same rows cannot succeed). */
-export function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  const fromField = typeof code === "string" || typeof code === "number" ? Number(code) : Number.NaN;
-  // ClickHouse before 21.x writes "Code: 27, e.displayText() = ..." which the client does not parse.
-  const fromText = Number(/Code: (\d+)/.exec(String((error as Error).message ?? ""))?.[1]);
-  const found = Number.isFinite(fromField) ? fromField : fromText;
-  return DATA_ERROR_CODES.has(found);
+export function clickhouseProbe(client: ClickHouseClient, table: string): ProbeInsert {
+  return async () => {
+    await client.command({ query: `INSERT INTO ${table} SELECT * FROM ${table} WHERE 0` });
+  };
 }
 
 /**
- * Inserts the items' rows. If ClickHouse refuses the data, halves the batch until each refused
- * row stands alone, inserts the rest, and returns the refused rows as dead letters.
- * Throws any other (retriable) error.
+ * ClickHouse error codes (src/Common/ErrorCodes.cpp) meaning "this data is bad": parse failures
+ * (25 is a lone surrogate in a JSON string), type mismatches, out-of-range values.
  */
-export async function insertOrSplit(insert: InsertRows, items: BatchItem[]): Promise<DeadLetter[]> {
+const DATA_ERROR_CODES = new Set([6, 25, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72, 117, 131, 321]);
+
+/**
+ * ClickHouse error codes meaning "the server or its setup is unwell, the data may be fine":
+ * missing database/table/column (a migration not run), timeouts, overload, memory, disk,
+ * read-only replicas, ZooKeeper/Keeper, auth, unknown insert status.
+ */
+const INFRA_ERROR_CODES = new Set([
+  3, 16, 60, 81, 159, 160, 164, 173, 192, 193, 194, 195, 202, 203, 209, 210, 225, 236, 241, 242, 243, 252, 319, 394, 425, 439,
+  497, 516, 999, 1000, 1001,
+]);
+
+/** How an insert failure is handled. */
+export type InsertFailure = "infra" | "data" | "unknown";
+
+/** The ClickHouse error code of a failure, if ClickHouse answered with one. */
+export function clickhouseCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown }).code;
+  const fromField = typeof code === "string" || typeof code === "number" ? Number(code) : Number.NaN;
+  if (Number.isInteger(fromField)) return fromField;
+  // ClickHouse before 21.x writes "Code: 27, e.displayText() = ..." which the client does not parse.
+  const fromText = Number(/Code: (\d+)/.exec(String((error as Error).message ?? ""))?.[1]);
+  return Number.isInteger(fromText) ? fromText : undefined;
+}
+
+/**
+ * Sorts an insert failure: `infra` (no ClickHouse answer - refused connection, reset, timeout -
+ * or an infrastructure code) is retried as a whole; `data` (a known data code) and `unknown`
+ * (any other code) are narrowed to the rows that cause them.
+ */
+export function classifyInsertError(error: unknown): InsertFailure {
+  const code = clickhouseCode(error);
+  if (code === undefined || INFRA_ERROR_CODES.has(code)) return "infra";
+  return DATA_ERROR_CODES.has(code) ? "data" : "unknown";
+}
+
+/** Whether ClickHouse refused the data itself (retrying the same rows cannot succeed). */
+export function isDataError(error: unknown): boolean {
+  return classifyInsertError(error) === "data";
+}
+
+/**
+ * Inserts the items' rows. If ClickHouse refuses them for any reason but infrastructure, halves
+ * the batch until each refused row stands alone, inserts the rest, and returns the refused rows
+ * as dead letters. A lone row refused with a code not known as a data error becomes a dead
+ * letter only if `probe` shows the table otherwise takes inserts; if the probe fails, the
+ * original error is thrown (retriable). Throws every infrastructure error.
+ *
+ * | failure of this slice | one row                            | several rows      |
+ * |-----------------------|------------------------------------|-------------------|
+ * | infra                 | throw                              | throw             |
+ * | data                  | dead letter                        | bisect            |
+ * | unknown               | probe ok: dead letter; else throw  | bisect            |
+ */
+export async function insertOrBisect<Row>(insert: InsertRows<Row>, items: BatchItem<Row>[], probe: ProbeInsert): Promise<DeadLetter[]> {
   if (items.length === 0) return [];
   try {
     await insert(items.map((i) => i.row));
     return [];
   } catch (error) {
-    if (!isDataError(error)) throw error;
+    const kind = classifyInsertError(error);
+    if (kind === "infra") throw error;
     if (items.length === 1) {
+      if (kind === "unknown") {
+        try {
+          await probe();
+        } catch {
+          throw error; // the table refuses everything: not this row's fault
+        }
+      }
       const { partition, offset, key, value } = items[0]!;
       return [{ partition, offset, key, value, step: "insert", reason: String((error as Error).message).slice(0, 500) }];
     }
     const mid = Math.floor(items.length / 2);
-    const left = await insertOrSplit(insert, items.slice(0, mid));
-    const right = await insertOrSplit(insert, items.slice(mid));
+    const left = await insertOrBisect(insert, items.slice(0, mid), probe);
+    const right = await insertOrBisect(insert, items.slice(mid), probe);
     return [...left, ...right];
   }
 }

@@ -96,9 +96,9 @@ api("sentAt corrects client clock skew; original_timestamp, sent_at and received
   assert.is(seconds(row!.received_at) - corrected, 10);
 });
 
-api("context.ip comes from the client address (X-Forwarded-For when trusted) unless the message has one", async () => {
+api("context.ip comes from the client address (the X-Forwarded-For entry TRUST_PROXY hops from the right; a spoofed leftmost one is ignored) unless the message has one", async () => {
   const [forwarded, own] = [randomUUID(), randomUUID()];
-  const headers = { authorization: basic("test-key"), "x-forwarded-for": "198.51.100.7, 10.0.0.1" };
+  const headers = { authorization: basic("test-key"), "x-forwarded-for": "203.0.113.9, 198.51.100.7" };
   assert.is((await stack.post("/v1/track", { event: "Ip", userId: "u", messageId: forwarded }, headers)).status, 200);
   assert.is((await stack.post("/v1/track", { event: "Ip", userId: "u", messageId: own, context: { ip: "192.0.2.1" } }, headers)).status, 200);
   const rows = await stack.rowsLanded<{ message_id: string; context: string }>([forwarded, own]);
@@ -135,7 +135,11 @@ api("gzip and deflate bodies are accepted, limits counted after decompression; o
   const headers = (encoding: string) => ({ authorization: basic("test-key"), "content-encoding": encoding });
   assert.is((await stack.post("/v1/batch", gzipSync(body(gz)), headers("gzip"))).status, 200);
   assert.is((await stack.post("/v1/batch", deflateSync(body(df)), headers("deflate"))).status, 200);
-  await stack.rowsLanded([gz, df]);
+  // Content codings are case-insensitive and x-gzip is gzip (RFC 9110 8.4.1.3).
+  const [xg, upper] = [randomUUID(), randomUUID()];
+  assert.is((await stack.post("/v1/batch", gzipSync(body(xg)), headers("x-gzip"))).status, 200);
+  assert.is((await stack.post("/v1/batch", gzipSync(body(upper)), headers("GZIP"))).status, 200);
+  await stack.rowsLanded([gz, df, xg, upper]);
   // 600 KB of JSON compresses to a few KB, but the limit counts what it expands to.
   const padded = JSON.stringify({ batch: [{ type: "track", event: "Pad", userId: "u", messageId: randomUUID(), properties: { p: "z".repeat(600 * 1024) } }] });
   const bomb = await stack.post("/v1/batch", gzipSync(padded), headers("gzip"));

@@ -10,7 +10,12 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { basic, LiveStack } from "./harness";
 
-const stack = new LiveStack({ INGEST_HEADERS_TIMEOUT_MS: "2000", INGEST_REQUEST_TIMEOUT_MS: "4000", INGEST_KEEPALIVE_TIMEOUT_MS: "1000" });
+const stack = new LiveStack({
+  INGEST_HEADERS_TIMEOUT_MS: "2000",
+  INGEST_REQUEST_TIMEOUT_MS: "4000",
+  INGEST_KEEPALIVE_TIMEOUT_MS: "1000",
+  PRODUCE_TIMEOUT_MS: "3000", // below the request timeout, or the ingest refuses to start
+});
 const hostile = suite("hostile input (live)");
 
 hostile.before(() => stack.start());
@@ -132,7 +137,7 @@ hostile("slow clients trickling headers or body are cut off while other clients'
 });
 
 hostile("rate limit per writeKey: 429 with Retry-After to the key over its limit, other keys untouched", async () => {
-  const limited = new LiveStack({ RATE_LIMIT_PER_SECOND: "100", RATE_LIMIT_BURST: "200" });
+  const limited = new LiveStack({ RATE_LIMIT_PER_SECOND: "100", RATE_LIMIT_BURST: "200", MAX_BATCH_MESSAGES: "200" });
   await limited.start();
   try {
     const batch = (n: number) => ({ batch: Array.from({ length: n }, () => ({ type: "track", event: "Rate", userId: "u-rate", messageId: randomUUID() })) });

@@ -83,21 +83,53 @@ live("the same messageId posted twice, without timestamp, seconds apart -> one r
   assert.is(Number(n), 1);
 });
 
-live("an invalid batch -> 400 naming each bad field, and none of it is stored", async () => {
+live("a batch with bad items: the good ones land, each bad one is kept in rejected_messages with its reasons", async () => {
+  const ids = [randomUUID(), randomUUID(), randomUUID()];
   const body = {
     batch: [
-      { type: "track", event: "Fine", userId: "u", messageId: randomUUID() },
-      { type: "track", userId: "u", messageId: randomUUID() },
-      { type: "identify", messageId: randomUUID(), traits: "not-an-object", userId: "u" },
+      { type: "track", event: "Fine", userId: "u", messageId: ids[0] },
+      { type: "track", userId: "u", messageId: ids[1] },
+      { type: "identify", messageId: ids[2], traits: "not-an-object", userId: "u" },
     ],
   };
   const response = await stack.post("/api/public/apps/batch", body);
+  assert.is(response.status, 200);
+  assert.is(response.text, "", "the spec's empty success body");
+  assert.is(response.headers.get("x-rejected-messages"), "2");
+  const [fine] = await stack.rowsLanded([ids[0]!]);
+  assert.is(fine!.event, "Fine");
+  const rejected = await waitFor("the refused items in rejected_messages", async () => {
+    const rows = await stack.select<{ message_id: string; reasons: string[]; raw: string; type: string; workspace_id: string }>(
+      `SELECT message_id, reasons, raw, type, workspace_id FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[1]}', '${ids[2]}') ORDER BY message_id`,
+    );
+    return rows.length === 2 ? rows : undefined;
+  });
+  const byId = Object.fromEntries(rejected.map((r) => [r.message_id, r]));
+  assert.equal(byId[ids[1]!]!.reasons.map((r) => r.split(":")[0]), ["batch[1].event"]);
+  assert.equal(byId[ids[2]!]!.reasons.map((r) => r.split(":")[0]), ["batch[2].traits"]);
+  assert.equal(JSON.parse(byId[ids[2]!]!.raw), body.batch[2]);
+  assert.is(byId[ids[1]!]!.type, "track");
+  assert.is(byId[ids[1]!]!.workspace_id, "ws-test");
+  assert.equal(await stack.finalRows([ids[1]!, ids[2]!]), [], "no refused item is among the events");
+});
+
+live("a batch with no valid item -> 400 naming each bad field; the items are still kept in rejected_messages", async () => {
+  const ids = [randomUUID(), randomUUID()];
+  const body = { batch: [{ type: "track", userId: "u", messageId: ids[0] }, { type: "identify", messageId: ids[1], traits: 5, userId: "u" }] };
+  const response = await stack.post("/v1/batch", body);
   assert.is(response.status, 400);
   assert.is(response.json!.error, "invalid_body");
-  const paths = (response.json!.issues as { path: string }[]).map((i) => i.path).sort();
-  assert.equal(paths, ["batch[1].event", "batch[2].traits"]);
+  assert.equal((response.json!.issues as { path: string }[]).map((i) => i.path).sort(), ["batch[0].event", "batch[1].traits"]);
+  const kept = await waitFor("both in rejected_messages", async () => {
+    const rows = await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[0]}', '${ids[1]}')`);
+    return Number(rows[0]!.n) === 2 ? 2 : undefined;
+  });
+  assert.is(kept, 2);
+  // The same items sent again are one row each (the rejection id is a hash of workspace and item).
+  assert.is((await stack.post("/v1/batch", body)).status, 400);
   await stack.marker();
-  assert.equal(await stack.finalRows(body.batch.map((m) => m.messageId)), []);
+  const [again] = await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[0]}', '${ids[1]}')`);
+  assert.is(Number(again!.n), 2);
 });
 
 live("malformed JSON -> 400, wrong Content-Type -> 415, oversized body -> 413", async () => {

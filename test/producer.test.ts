@@ -47,4 +47,32 @@ test("drain sends what is pending and waits for it", async () => {
   await pending;
 });
 
+test("sends stay under maxBytes; a request spanning two sends is acked only when both are", async () => {
+  const sent: string[][] = [];
+  const release: (() => void)[] = [];
+  const fail: ((e: Error) => void)[] = [];
+  const acc = new Accumulator(
+    (r) =>
+      new Promise<void>((resolve, reject) => {
+        sent.push(r.map((x) => x.key));
+        release.push(resolve);
+        fail.push(reject);
+      }),
+    { lingerMs: 5, maxBatch: 1_000, maxBytes: 1_024 + 3 * 200, timeoutMs: 1_000 },
+  );
+  const big = (prefix: string, n: number): EventRecord[] => Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, value: "x".repeat(160) }));
+  const a = acc.produce(big("a", 2));
+  const b = acc.produce(big("b", 3));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(sent, [["a0", "a1", "b0"], ["b1", "b2"]], "cut at 3 records of ~200 bytes");
+  let aDone = false;
+  void a.then(() => (aDone = true));
+  release[0]!();
+  await a;
+  assert.ok(aDone, "a's records were all in the first send");
+  fail[1]!(new Error("MESSAGE_TOO_LARGE"));
+  const error = await b.then(() => undefined, (e: unknown) => e as Error);
+  assert.is(error?.message, "MESSAGE_TOO_LARGE", "b had a record in the failed send");
+});
+
 test.run();

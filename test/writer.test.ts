@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { BatchItem } from "../sink/batch";
-import { insertOrSplit, isDataError, retry } from "../sink/writer";
+import { classifyInsertError, insertOrBisect, isDataError, retry } from "../sink/writer";
 import type { EventRow } from "../schemas/row";
 
 const items = (ids: string[]): BatchItem[] =>
@@ -12,6 +12,42 @@ test("ClickHouse data errors are not retriable, in the current and the 18.16 mes
   assert.ok(isDataError(new Error("Code: 41, e.displayText() = DB::Exception: Cannot parse datetime")));
   assert.not.ok(isDataError(new Error("connect ECONNREFUSED 127.0.0.1:8123")));
   assert.not.ok(isDataError(Object.assign(new Error("Memory limit exceeded"), { code: "241" })));
+});
+
+const healthy = async () => {};
+const insertOrSplit = (insert: (rows: EventRow[]) => Promise<void>, batch: BatchItem[]) => insertOrBisect(insert, batch, healthy);
+
+test("failures are sorted: no answer or an infrastructure code is infra, other codes data or unknown", () => {
+  assert.is(classifyInsertError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })), "infra");
+  assert.is(classifyInsertError(new Error("Timeout error.")), "infra");
+  assert.is(classifyInsertError(Object.assign(new Error("Table default.events doesn't exist"), { code: "60" })), "infra");
+  assert.is(classifyInsertError(new Error("Code: 252, e.displayText() = DB::Exception: Too many parts")), "infra");
+  assert.is(classifyInsertError(new Error("Code: 25, e.displayText() = DB::Exception: missing second part of surrogate pair")), "data");
+  assert.is(classifyInsertError(Object.assign(new Error("something new"), { code: "4242" })), "unknown");
+});
+
+test("a refusal with any unknown code is narrowed to its rows once the probe shows the table takes inserts", async () => {
+  const inserted: string[] = [];
+  let probes = 0;
+  const insert = async (rows: EventRow[]) => {
+    if (rows.some((r) => r.message_id.startsWith("bad"))) throw new Error("Code: 4242, e.displayText() = DB::Exception: a reason nobody listed");
+    inserted.push(...rows.map((r) => r.message_id));
+  };
+  const letters = await insertOrBisect(insert, items(["a", "b", "bad1", "c"]), async () => void probes++);
+  assert.equal(inserted.sort(), ["a", "b", "c"]);
+  assert.equal(letters.map((l) => l.key?.toString()), ["bad1"]);
+  assert.is(probes, 1, "one probe, for the lone refused row");
+});
+
+test("a lone row refused with an unknown code while the probe fails too is thrown (retried), not dead-lettered", async () => {
+  const insert = async () => {
+    throw new Error("Code: 4242, e.displayText() = DB::Exception: the table is broken");
+  };
+  const probe = async () => {
+    throw new Error("Code: 4242, e.displayText() = DB::Exception: the table is broken");
+  };
+  const error = await insertOrBisect(insert, items(["a", "b"]), probe).then(() => undefined, (e: unknown) => e as Error);
+  assert.match(String(error?.message), /the table is broken/);
 });
 
 test("refused rows are isolated and dead-lettered; the rest are inserted", async () => {

@@ -10,7 +10,7 @@ import * as assert from "uvu/assert";
 import { Partitioners } from "kafkajs";
 import { DLQ_HEADERS } from "../../schemas/envelope";
 import { basic, LiveStack, stopService, waitFor } from "../harness";
-import { server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
+import { rowsOf, server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
 import { Traffic } from "./traffic";
 
 const PRODUCE_TIMEOUT_MS = 5_000;
@@ -215,6 +215,120 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   await t.stop();
   await t.drain(30_000);
   await verdict(stack, "SIGTERM to ingest, then to the sink", "sc-sigterm", t, "readiness 503 first, in-flight finished, producer flushed; sink committed its batch");
+});
+
+faults("8. poison in every partition mid-traffic: surrogates healed, refused rows to the DLQ, no stall", async () => {
+  const port = await sinkPort(stack.sink!);
+  const partitions = 6;
+  const table = stack.table;
+  // A refusal with a code no list knows (throwIf, 395), so the bisect-and-probe path is exercised.
+  await stack.ch.command({ query: `ALTER TABLE ${table} ADD COLUMN poison_check UInt8 MATERIALIZED throwIf(event = 'Poison ThrowIf')` });
+  const t = traffic("sc-poison-mid", 2);
+  const samples: { at: number; acked: number; landed: number }[] = [];
+  let longest503 = 0;
+  let since503: number | undefined;
+  let watching = true;
+  const watch = (async () => {
+    while (watching) {
+      const status = await sinkReady(port);
+      const now = Date.now();
+      if (status !== 200) since503 ??= now;
+      else if (since503 !== undefined) {
+        longest503 = Math.max(longest503, now - since503);
+        since503 = undefined;
+      }
+      await sleep(250);
+    }
+  })();
+  const sampler = (async () => {
+    while (watching) {
+      const acked = t.ackedIds.size;
+      const { unique } = await rowsOf(stack, "sc-poison-mid");
+      samples.push({ at: Date.now(), acked, landed: unique });
+      await sleep(1_000);
+    }
+  })();
+  t.start();
+  await sleep(3_000);
+
+  // The issue's request, through the ingest: a lone surrogate is answered 200 and stored as U+FFFD.
+  const surrogateId = `sur-${randomUUID()}`;
+  const viaHttp = await stack.post("/v1/track", `{"messageId":"${surrogateId}","userId":"sc-surrogate","event":"Clicked \\ud83d"}`);
+  assert.is(viaHttp.status, 200);
+
+  // Records already on the topic (an older ingest, a replay tool): lone surrogates in values and
+  // keys at several depths, a time ClickHouse refuses (lowercase t), and a throwIf refusal.
+  const producer = stack.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const envelope = (messageId: string, event: string, extra: string, timestamp = new Date().toISOString()) =>
+    `{"workspaceId":"ws-test","receivedAt":"${new Date().toISOString()}","message":{"type":"track","messageId":"${messageId}",` +
+    `"userId":"sc-surrogate","event":"${event}","timestamp":"${timestamp}"${extra}}}`;
+  const healed: string[] = [];
+  const refused: string[] = [];
+  const messages = [];
+  for (let partition = 0; partition < partitions; partition++) {
+    const [a, b, c, d] = [`sur-a-${partition}-${randomUUID()}`, `sur-b-${partition}-${randomUUID()}`, `ch-t-${partition}-${randomUUID()}`, `throwif-${partition}-${randomUUID()}`];
+    healed.push(a, b);
+    refused.push(c, d);
+    messages.push(
+      { partition, key: a, value: envelope(a, "Clicked \\ud83d", `,"properties":{"k\\udc0e":["x\\ud83dy",{"deep\\ud83d":"\\udc0e"}]}`) },
+      { partition, key: b, value: envelope(b, "Fine", `,"context":{"page":{"title\\ud83d":"T\\ud83d"}}`) },
+      { partition, key: c, value: envelope(c, "Lowercase T", "", "2026-11-22t10:00:00z") },
+      { partition, key: d, value: envelope(d, "Poison ThrowIf", "") },
+    );
+  }
+  await producer.send({ topic: stack.env.KAFKA_TOPIC!, acks: -1, messages });
+  await producer.disconnect();
+  const poisonedAt = Date.now();
+
+  const letters = await waitFor(
+    "every refused record in the DLQ",
+    async () => {
+      const found = (await readTopic(stack.env.KAFKA_DLQ_TOPIC!)).filter((l) => refused.includes(l.key));
+      return found.length >= refused.length ? found : undefined;
+    },
+    60_000,
+  );
+  const dlqSeconds = (Date.now() - poisonedAt) / 1000;
+  assert.equal(letters.map((l) => l.key).sort(), [...refused].sort(), "each refused record once");
+  assert.ok(letters.every((l) => l.headers[DLQ_HEADERS.step] === "insert" && l.headers[DLQ_HEADERS.reason]!.length > 0));
+  const rows = await stack.rowsLanded<{ message_id: string; event: string; properties: string; context: string }>([...healed, surrogateId]);
+  assert.is(rows.length, healed.length + 1, "every surrogate record landed, healed");
+  for (const row of rows) assert.ok(`${row.event}${row.properties}${row.context}`.isWellFormed());
+  assert.is(rows.find((r) => r.message_id === surrogateId)!.event, "Clicked \ufffd");
+  const a0 = rows.find((r) => r.message_id === healed[0])!;
+  assert.equal(JSON.parse(a0.properties), { "k\ufffd": ["x\ufffdy", { "deep\ufffd": "\ufffd" }] });
+
+  await sleep(5_000);
+  await t.stop();
+  await t.drain(30_000);
+  await waitFor("lag back to 0", async () => {
+    const lag = await stack.groupLag();
+    return lag.committed === lag.end ? lag : undefined;
+  }, 60_000);
+  const figures = t.figures();
+  await sleep(2_000);
+  watching = false;
+  await Promise.all([watch, sampler]);
+  if (since503 !== undefined) longest503 = Math.max(longest503, Date.now() - since503);
+  await stack.ch.command({ query: `ALTER TABLE ${table} DROP COLUMN poison_check` });
+  // Every message acked by time T had landed by T + 30 s: for each sample, the acks 30 s before it are covered.
+  let worstLagMs = 0;
+  for (const s of samples) {
+    const covered = samples.find((later) => later.at >= s.at && later.landed >= s.acked);
+    if (covered) worstLagMs = Math.max(worstLagMs, covered.at - s.at);
+    else assert.ok(Date.now() - s.at < 30_000, `acks at ${new Date(s.at).toISOString()} not landed within 30 s`);
+  }
+  assert.ok(worstLagMs <= 30_000, `acked messages landed within ${worstLagMs} ms`);
+  assert.ok(longest503 < 10_000, `sink /readyz 503 at most ${longest503} ms`);
+  await verdict(
+    stack,
+    "Poison in every partition mid-traffic",
+    "sc-poison-mid",
+    figures,
+    `${refused.length} refused (lowercase t, throwIf) in the DLQ after ${dlqSeconds.toFixed(1)} s; ${healed.length + 1} surrogate records healed; ` +
+      `acked landed within ${(worstLagMs / 1000).toFixed(1)} s; longest /readyz 503 ${longest503} ms; lag 0`,
+  );
 });
 
 /** Every record of a topic (from the start), with headers as strings. */

@@ -1,0 +1,36 @@
+/**
+ * What Segment-compatible clients send that the contract types would refuse, made valid before
+ * validation. Pure; returns the input itself when nothing changes, a shallow copy otherwise.
+ * Rules, with their sources:
+ * - ids sent as JSON numbers become strings: analytics-python stringifies userId/anonymousId/
+ *   messageId but sends groupId/previousId as numbers, analytics-ruby sends numeric ids as they
+ *   are (its commit "Dont coerce ids to strings", issue segmentio/analytics-ruby#48);
+ *   RudderStack's gateway and PostHog's capture stringify ids too;
+ * - a userId or anonymousId that is "" or only spaces is absent: Segment refuses an event whose
+ *   only id is "" (segmentio/analytics-ruby#243), analytics-java and -ruby treat it as blank,
+ *   RudderStack's gateway as missing; the other id then decides.
+ * Not coerced (the spec requires it): a missing messageId is refused, not generated.
+ */
+
+/** The id fields that may arrive as numbers. */
+const ID_FIELDS = ["messageId", "userId", "anonymousId", "groupId", "previousId"] as const;
+
+/** The ids an empty string stands for "absent" in. */
+const OPTIONAL_IDS = new Set<string>(["userId", "anonymousId"]);
+
+/** One message (a single route's body or a batch item) with Segment's coercions applied. */
+export function coerceMessage(input: unknown): unknown {
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return input;
+  const message = input as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const field of ID_FIELDS) {
+    if (!Object.hasOwn(message, field)) continue;
+    const value = message[field];
+    if (typeof value === "number" && Number.isFinite(value)) {
+      (copy ??= { ...message })[field] = String(value);
+    } else if (typeof value === "string" && OPTIONAL_IDS.has(field) && value.trim() === "") {
+      delete (copy ??= { ...message })[field];
+    }
+  }
+  return copy ?? input;
+}

@@ -1,0 +1,51 @@
+/**
+ * Well-formed strings on the topic: a lone UTF-16 surrogate (what `"🐎".slice(0, 1)` gives in
+ * any JavaScript client) becomes U+FFFD, as a browser's UTF-8 decoder would make it, in values
+ * and in object keys at any depth. ClickHouse refuses the `\ud83d` escape JSON.stringify writes
+ * for one (Code: 25, "missing second part of surrogate pair"), so one such string would
+ * otherwise stop the sink. Pure; never throws.
+ */
+
+/** `\uD800`-`\uDFFF` written as a JSON escape, in any letter case. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/**
+ * Whether JSON text may hold a lone surrogate. Raw (unescaped) surrogates cannot come from
+ * UTF-8 bytes, so only the escape form needs looking at: a text without one is left alone
+ * without walking its parsed value (the common case costs one regex scan).
+ */
+export function mayHoldLoneSurrogate(jsonText: string): boolean {
+  return SURROGATE_ESCAPE.test(jsonText);
+}
+
+/**
+ * The value with every lone surrogate of every string and object key replaced by U+FFFD.
+ * Objects and arrays holding one are rebuilt (own data properties, no prototype setters);
+ * the rest are returned as they are. Input is a JSON.parse result (no cycles).
+ */
+export function wellFormed<T>(value: T): T {
+  return fix(value) as T;
+}
+
+function fix(value: unknown): unknown {
+  if (typeof value === "string") return value.isWellFormed() ? value : value.toWellFormed();
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const fixed = fix(value[i]);
+      if (fixed !== value[i]) (copy ??= value.slice())[i] = fixed;
+    }
+    return copy ?? value;
+  }
+  let changed = false;
+  const entries: [string, unknown][] = [];
+  for (const [key, item] of Object.entries(value)) {
+    const fixedKey = key.isWellFormed() ? key : key.toWellFormed();
+    const fixed = fix(item);
+    if (fixedKey !== key || fixed !== item) changed = true;
+    entries.push([fixedKey, fixed]);
+  }
+  // Object.fromEntries defines own properties, so a "__proto__" key stays data.
+  return changed ? Object.fromEntries(entries) : value;
+}
