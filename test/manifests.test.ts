@@ -743,6 +743,12 @@ test("deploy/compose.yaml validates against the Compose Specification and starts
   }
   assert.equal(problems, []);
   assert.equal(composeRuleViolations(compose), []);
+  // Nothing published beyond this machine, and no usable password shipped in the file.
+  for (const [name, s] of Object.entries(compose.services as Record<string, Json>)) {
+    for (const port of (s.ports ?? []) as string[]) assert.ok(String(port).startsWith("127.0.0.1:"), `${name} publishes ${port} beyond 127.0.0.1`);
+  }
+  const passwords = [compose["x-app-environment"]?.CLICKHOUSE_PASSWORD, compose.services.clickhouse.environment.CLICKHOUSE_PASSWORD];
+  for (const password of passwords) assert.match(String(password), /^\$\{CLICKHOUSE_PASSWORD:\?/, "the password must come from the environment");
 
   const broken: Array<[string, (c: Json) => void, (c: Json) => string[], RegExp]> = [
     ["an unknown condition", (c) => (c.services.ingest.depends_on.migrate.condition = "service_done"), composeProblems, /must be equal to one of the allowed values/],
