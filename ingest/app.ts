@@ -10,15 +10,29 @@ import Koa from "koa";
 import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
-import type { MessageType } from "../schemas/messages";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 import type { AuthHeaders, WriteKeys } from "./auth";
-import { answerError, HttpError, invalidBody, methodNotAllowed, overloaded, refuseUnauthorized, tooDeep, type ErrorBody } from "./errors";
+import { bytesToReserve, InflightBudget } from "./budget";
+import { buildRecords, buildRejected, type Receipt } from "./envelope";
+import {
+  answerError,
+  assertAuthenticated,
+  invalidBody,
+  messageTooLarge,
+  methodNotAllowed,
+  noBody,
+  notFound,
+  overloaded,
+  rateLimited,
+  tooDeep,
+  unsupportedEncoding,
+  unsupportedMediaType,
+  type ErrorBody,
+} from "./errors";
 import type { IngestMetrics } from "./metrics";
-import { buildRecords, buildRejected, type BatchDefaults } from "./envelope";
 import type { TokenBuckets } from "./ratelimit";
-import { jsonDepthOver, sortBatch, validateSingle, type RejectedItem, type Validation } from "./validate";
-import type { Message } from "../schemas/messages";
+import { routeTable, type Route, type Sorted } from "./routes";
+import { jsonDepthOver } from "./validate";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -34,8 +48,13 @@ export interface AppDeps {
    * client's own claims.
    */
   trustedProxies: number;
-  /** Bytes of request bodies held at once (reserved on arrival); past it, 503 + Retry-After. */
+  /**
+   * Bytes held at once: request bodies (reserved on arrival) plus records the producer holds
+   * until Kafka settles them (`producerBytesHeld`); past it, 503 + Retry-After.
+   */
   maxInflightBytes: number;
+  /** Bytes of records pending or in sends Kafka has not settled (Accumulator.bytesHeld). */
+  producerBytesHeld: () => number;
   /** Allowed CORS origins, or ["*"]. */
   corsOrigins: string[];
   /** Seconds a client should wait after a 503. */
@@ -67,18 +86,6 @@ export interface Limits {
  */
 export const REJECTED_HEADER = "X-Rejected-Messages";
 
-/** What a route's body holds: messages to accept, items refused, and the batch defaults. */
-interface Sorted {
-  messages: Message[];
-  rejected: RejectedItem[];
-  defaults: BatchDefaults;
-}
-
-/** The route prefixes: the spec's (Dittofeed) and Segment's. */
-export const PREFIXES = ["/api/public/apps", "/v1"] as const;
-/** The single-message routes. */
-export const SINGLE_TYPES: readonly MessageType[] = ["identify", "track", "page", "screen", "group", "alias"];
-
 /** Content-Types whose body is read as JSON. */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
 
@@ -96,7 +103,6 @@ const ENCODINGS = new Map([
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustedProxies > 0, maxIpsCount: deps.trustedProxies });
-  let inflightBytes = 0;
   const router = new Router();
   const { limits } = deps;
   const parseJson = bodyParser({
@@ -123,97 +129,46 @@ export function createApp(deps: AppDeps): Koa {
   router.get("/openapi.json", (ctx) => {
     ctx.body = deps.openapi;
   });
-  router.get("/metrics", async (ctx) => {
-    ctx.type = deps.metrics.registry.contentType;
-    ctx.body = await deps.metrics.registry.metrics();
-  });
+
+  const budget = new InflightBudget(deps.maxInflightBytes, deps.producerBytesHeld);
 
   /**
-   * Reads, authenticates and sorts the body; produces the accepted messages and the refused
-   * items together and answers 200 with an empty body (and REJECTED_HEADER when items were
-   * refused), or 400 naming each bad field when nothing was accepted.
+   * One POST: authenticate, reserve bytes, read the body, sort it into messages and refused
+   * items, build their records, take the rate, produce both (acks=all), answer. 200 with an
+   * empty body (REJECTED_HEADER counting refused items), or 400 naming each bad field when
+   * nothing was accepted; every other refusal is a named HttpError of errors.ts.
    */
-  const ingest = (sort: (body: unknown) => Validation<Sorted>) => async (ctx: Koa.Context) => {
+  const ingest = (route: Route) => async (ctx: Koa.Context) => {
     const receivedAt = new Date().toISOString();
     const headers = ctx.headers as AuthHeaders;
-    if (headers.authorization !== undefined || headers.publicwritekey !== undefined) {
-      refuseUnauthorized(deps.writeKeys.authenticate(headers)); // a bad header fails before the body is read
-    }
-    const reserved = reserveBytes(ctx, limits.maxRequestBytes);
-    if (inflightBytes + reserved > deps.maxInflightBytes) throw overloaded(deps.retryAfterSeconds);
-    inflightBytes += reserved;
+    // A bad header fails before the body is read.
+    if (headers.authorization !== undefined || headers.publicwritekey !== undefined) assertAuthenticated(deps.writeKeys.authenticate(headers));
+    const release = budget.reserve(bytesToReserve(ctx.get("Content-Length"), ctx.get("Content-Encoding"), limits.maxRequestBytes));
+    if (release === undefined) throw overloaded(deps.retryAfterSeconds);
     try {
-      await readBody(ctx, parseJson);
-      const rawBody = String(ctx.request.rawBody ?? "");
-      if (jsonDepthOver(rawBody, limits.maxJsonDepth)) throw tooDeep(limits);
-      let body = ctx.request.body as Record<string, unknown> | undefined;
-      if (mayHoldLoneSurrogate(rawBody)) body = wellFormed(body); // as a browser decodes them: U+FFFD
+      const body = await readJson(ctx, parseJson, limits);
       const auth = deps.writeKeys.authenticate(headers, body?.writeKey);
-      refuseUnauthorized(auth);
-      if (!auth.ok) return;
-      const sorted = sort(body);
+      assertAuthenticated(auth);
+      const sorted = route.sort(body);
       if (!sorted.ok) throw invalidBody(sorted.issues);
-      const { messages, rejected, defaults } = sorted.value;
-      const receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
-      const built = buildRecords(messages, defaults, receipt, limits.maxMessageBytes);
-      if (!built.ok) {
-        throw new HttpError(413, {
-          error: "message_too_large",
-          message: `message ${built.index} is ${built.bytes} bytes; the limit is ${limits.maxMessageBytes} bytes per message`,
-        });
-      }
-      const refusals = buildRejected(
-        rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) })),
-        receipt,
-        limits.maxMessageBytes,
-      );
-      if (built.records.length > 0) {
-        const allowed = deps.rateLimit.take(auth.workspaceId, built.records.length, performance.now());
-        if (!allowed.ok) {
-          ctx.set("Retry-After", String(allowed.retryAfterSeconds));
-          throw new HttpError(429, { error: "rate_limited", message: "this writeKey sends more messages per second than allowed; retry after Retry-After seconds" });
-        }
+      const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
+      const { records, refusals } = toRecords(sorted.value, receipt, limits);
+      if (records.length > 0) {
+        const allowed = deps.rateLimit.take(auth.workspaceId, records.length, performance.now());
+        if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       }
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
-      await deps.produce([...built.records, ...refusals]);
+      await deps.produce([...records, ...refusals]);
       deps.metrics.messagesRejected.inc(refusals.length);
-      if (built.records.length === 0) throw invalidBody(rejected.flatMap((r) => r.issues));
+      if (records.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = "";
     } finally {
-      inflightBytes -= reserved;
+      release();
     }
   };
-
-  const batchRoute = ingest((body) => {
-    const count = Array.isArray((body as { batch?: unknown } | undefined)?.batch) ? (body as { batch: unknown[] }).batch.length : 0;
-    if (count > limits.maxBatchMessages) {
-      throw new HttpError(400, {
-        error: "too_many_messages",
-        message: `the batch has ${count} messages; the limit is ${limits.maxBatchMessages} per request`,
-      });
-    }
-    const result = sortBatch(body);
-    if (!result.ok) return result;
-    const { frame, accepted, rejected } = result.value;
-    return { ok: true, value: { messages: accepted, rejected, defaults: { context: frame.context, sentAt: frame.sentAt } } };
-  });
-  for (const prefix of PREFIXES) {
-    router.post(`${prefix}/batch`, batchRoute);
-    for (const type of SINGLE_TYPES) {
-      router.post(
-        `${prefix}/${type}`,
-        ingest((body) => {
-          const result = validateSingle(type, body);
-          if (result.ok) return { ok: true, value: { messages: [result.value], rejected: [], defaults: {} } };
-          // A body that is not even an object is a malformed request, not a refused message.
-          if (body === null || typeof body !== "object" || Array.isArray(body)) return result;
-          return { ok: true, value: { messages: [], rejected: [{ index: 0, item: body, issues: result.issues }], defaults: {} } };
-        }),
-      );
-    }
-  }
+  for (const route of routeTable(limits)) router.post(route.path, ingest(route));
 
   app.use(async (ctx, next) => {
     const started = performance.now();
@@ -223,9 +178,7 @@ export function createApp(deps: AppDeps): Koa {
     ctx.state.log = log;
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        throw new HttpError(404, { error: "not_found", message: `no route ${ctx.method} ${ctx.path}` });
-      }
+      if (ctx.status === 404 && ctx.body === undefined) throw notFound(ctx.method, ctx.path);
     } catch (error) {
       answerError(ctx, error, deps.retryAfterSeconds, deps.limits, log);
     }
@@ -251,36 +204,32 @@ export function createApp(deps: AppDeps): Koa {
   return app;
 }
 
-/** Checks Content-Type and Content-Encoding, then parses the JSON body (errors become 4xx). */
-async function readBody(ctx: Koa.Context, parseJson: Koa.Middleware): Promise<void> {
+/**
+ * Checks Content-Type and Content-Encoding, parses the JSON body (parse failures become 4xx),
+ * refuses nesting over the limit, and replaces lone surrogates with U+FFFD (as a browser
+ * decodes them; ClickHouse refuses them).
+ */
+async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Limits): Promise<Record<string, unknown> | undefined> {
   const type = ctx.request.is(...JSON_TYPES);
-  if (type === null) throw new HttpError(400, { error: "invalid_json", message: "the request has no body" });
-  if (type === false) {
-    throw new HttpError(415, {
-      error: "unsupported_media_type",
-      message: "Content-Type must be application/json (text/plain or application/x-www-form-urlencoded holding JSON are read as JSON too)",
-    });
-  }
+  if (type === null) throw noBody();
+  if (type === false) throw unsupportedMediaType();
   const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
   const known = ENCODINGS.get(encoding);
-  if (known === undefined) {
-    throw new HttpError(415, {
-      error: "unsupported_encoding",
-      message: `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
-    });
-  }
+  if (known === undefined) throw unsupportedEncoding(encoding);
   ctx.req.headers["content-encoding"] = known; // the library matches lower-case names only
   await parseJson(ctx, async () => {});
+  const rawBody = String(ctx.request.rawBody ?? "");
+  if (jsonDepthOver(rawBody, limits.maxJsonDepth)) throw tooDeep(limits);
+  const body = ctx.request.body as Record<string, unknown> | undefined;
+  return mayHoldLoneSurrogate(rawBody) ? wellFormed(body) : body;
 }
 
-/**
- * Bytes to hold for a request while it is read and produced: its Content-Length when the body
- * is not compressed, else the most it may decode to.
- */
-function reserveBytes(ctx: Koa.Context, maxRequestBytes: number): number {
-  const length = Number(ctx.get("Content-Length"));
-  const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
-  return encoding === "identity" && Number.isInteger(length) && length >= 0 ? Math.min(length, maxRequestBytes) : maxRequestBytes;
+/** The records of the accepted messages and of the refused items; 413 for a message over the limit. */
+function toRecords(sorted: Sorted, receipt: Receipt, limits: Limits): { records: EventRecord[]; refusals: EventRecord[] } {
+  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes);
+  if (!built.ok) throw messageTooLarge(built.index, built.bytes, limits.maxMessageBytes);
+  const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
+  return { records: built.records, refusals: buildRejected(refused, receipt, limits.maxMessageBytes) };
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

@@ -74,9 +74,51 @@ export function tooDeep(limits: ErrorLimits): HttpError {
   return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
 }
 
-/** 401 for every failed authentication. */
-export function refuseUnauthorized(auth: AuthResult): void {
+/** Throws 401 unless the request authenticated; narrows `auth` to its workspace. */
+export function assertAuthenticated(auth: AuthResult): asserts auth is Extract<AuthResult, { ok: true }> {
   if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
+}
+
+/** 400: the request has no body. */
+export function noBody(): HttpError {
+  return new HttpError(400, { error: "invalid_json", message: "the request has no body" });
+}
+
+/** 415: a Content-Type whose body is not read as JSON. */
+export function unsupportedMediaType(): HttpError {
+  return new HttpError(415, {
+    error: "unsupported_media_type",
+    message: "Content-Type must be application/json (text/plain or application/x-www-form-urlencoded holding JSON are read as JSON too)",
+  });
+}
+
+/** 415: a Content-Encoding other than gzip (x-gzip), deflate or identity. */
+export function unsupportedEncoding(encoding: string): HttpError {
+  return new HttpError(415, { error: "unsupported_encoding", message: `Content-Encoding ${encoding} is not supported; use gzip, deflate or none` });
+}
+
+/** 400: a batch over MAX_BATCH_MESSAGES (Segment: 2,500); the count, not the size, is wrong. */
+export function tooManyMessages(count: number, limit: number): HttpError {
+  return new HttpError(400, { error: "too_many_messages", message: `the batch has ${count} messages; the limit is ${limit} per request` });
+}
+
+/** 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message). */
+export function messageTooLarge(index: number, bytes: number, limit: number): HttpError {
+  return new HttpError(413, { error: "message_too_large", message: `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message` });
+}
+
+/** 429 + Retry-After: the workspace is over its rate limit (RATE_LIMIT_PER_SECOND). */
+export function rateLimited(retryAfterSeconds: number): HttpError {
+  return new HttpError(
+    429,
+    { error: "rate_limited", message: "this writeKey sends more messages per second than allowed; retry after Retry-After seconds" },
+    { "Retry-After": String(retryAfterSeconds) },
+  );
+}
+
+/** 404: no route for this method and path. */
+export function notFound(method: string, path: string): HttpError {
+  return new HttpError(404, { error: "not_found", message: `no route ${method} ${path}` });
 }
 
 /** Sorts a failure into the answer: client errors as they are, Kafka trouble 503, the rest 500. */

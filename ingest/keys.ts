@@ -1,11 +1,12 @@
 /**
- * The keys file (WRITE_KEYS_FILE): create, list and revoke write keys. A new key is printed
+ * The keys file (WRITE_KEYS_FILE): create, list, revoke and watch write keys. A new key is printed
  * once by the CLI; the file stores only its SHA-256 (`sha256:<hex>=workspaceId` per line), so a
  * leaked file or Secret does not leak keys. Writes replace the file atomically (write + rename).
  * File system errors throw.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
+import type { Logger } from "pino";
 import { parseKeysFile, sha256, type WriteKeyEntry } from "../schemas/config";
 
 /** A new random key: 32 bytes, base64url (43 characters), prefixed so it is recognisable. */
@@ -16,6 +17,27 @@ export function generateWriteKey(): string {
 /** The entries of the file; an absent file has none. */
 export function readKeys(path: string): WriteKeyEntry[] {
   return existsSync(path) ? parseKeysFile(readFileSync(path, "utf8")) : [];
+}
+
+/**
+ * Calls `reload` within a second of each change of the file (a Kubernetes Secret update, `keys
+ * create|revoke`). A file that is gone or unreadable keeps the keys in force and logs why: a
+ * Secret being remounted must not revoke every key. Returns the function that stops watching.
+ */
+export function watchKeysFile(path: string, reload: () => void, log: Logger): () => void {
+  watchFile(path, { interval: 1_000 }, () => {
+    if (!existsSync(path)) {
+      log.error({ file: path }, "keys file is gone; the previous keys stay in force");
+      return;
+    }
+    try {
+      reload();
+      log.info({ file: path }, "write keys reloaded");
+    } catch (error) {
+      log.error({ err: error }, "keys file unreadable; the previous keys stay in force");
+    }
+  });
+  return () => unwatchFile(path);
 }
 
 /** Adds a new key for a workspace; returns the key (its only appearance in plain). */

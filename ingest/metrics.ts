@@ -3,6 +3,8 @@
  * `ingest_<noun>_<unit>`; labels are route, status and topic only, never a writeKey, workspace
  * or user id (unbounded and sensitive).
  */
+import Router from "@koa/router";
+import Koa from "koa";
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
 
 /** The ingest's metrics. */
@@ -36,4 +38,16 @@ export function ingestMetrics(): IngestMetrics {
     requestsRefused: new Counter({ name: "ingest_requests_refused_total", help: "Requests refused, by error code", labelNames: ["reason"], registers: [registry] }),
     messagesRejected: new Counter({ name: "ingest_messages_rejected_total", help: "Messages refused and kept in rejected_messages", registers: [registry] }),
   };
+}
+
+/** GET /metrics only: Prometheus text, on a port of its own (INGEST_METRICS_PORT). */
+export function metricsApp(metrics: IngestMetrics): Koa {
+  const app = new Koa();
+  const router = new Router();
+  router.get("/metrics", async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+  app.use(router.routes());
+  return app;
 }

@@ -5,7 +5,7 @@
  */
 import typia from "typia";
 import type { ErrorBody } from "./errors";
-import { PREFIXES, SINGLE_TYPES } from "./app";
+import { PREFIXES, SINGLE_TYPES } from "./routes";
 import type {
   AliasBody,
   BatchBody,

@@ -6,11 +6,48 @@
  * Either way the request is answered 503 and the client retries; a late ack then only makes a
  * duplicate, which ClickHouse collapses by messageId.
  */
+import type { Producer } from "kafkajs";
 import type { EventRecord } from "../schemas/envelope";
 import { chunkByBytes, recordBytes } from "../schemas/kafka-limits";
+import type { IngestMetrics } from "./metrics";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
 export type SendBatch = (records: EventRecord[]) => Promise<void>;
+
+/**
+ * The one Kafka send of the ingest: events to `topics.topic`, refused items to
+ * `topics.rejectedTopic`, in one kafkajs sendBatch with acks=-1 (every in-sync replica has the
+ * records before it resolves) and `timeoutMs` as the broker's request timeout. Throws kafkajs's
+ * errors (retriable by the client: the app answers 503).
+ */
+export function kafkaSend(
+  producer: Producer,
+  topics: { topic: string; rejectedTopic: string },
+  timeoutMs: number,
+  metrics: Pick<IngestMetrics, "produceSeconds" | "recordsProduced">,
+): SendBatch {
+  return async (records) => {
+    const timer = metrics.produceSeconds.startTimer();
+    const events = records.filter((r) => r.rejected !== true);
+    const rejected = records.filter((r) => r.rejected === true).map(({ key, value }) => ({ key, value }));
+    try {
+      await producer.sendBatch({
+        topicMessages: [
+          ...(events.length > 0 ? [{ topic: topics.topic, messages: events }] : []),
+          ...(rejected.length > 0 ? [{ topic: topics.rejectedTopic, messages: rejected }] : []),
+        ],
+        acks: -1,
+        timeout: timeoutMs,
+      });
+      timer({ status: "ok" });
+      metrics.recordsProduced.inc({ topic: topics.topic }, events.length);
+      if (rejected.length > 0) metrics.recordsProduced.inc({ topic: topics.rejectedTopic }, rejected.length);
+    } catch (error) {
+      timer({ status: "failed" });
+      throw error;
+    }
+  };
+}
 
 /** The broker did not acknowledge within the deadline. Retriable by the client. */
 export class ProduceTimeoutError extends Error {
@@ -52,6 +89,7 @@ export class Accumulator {
   private pending: Pending[] = [];
   private pendingRecords = 0;
   private pendingBytes = 0;
+  private sendingBytes = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
 
@@ -70,7 +108,7 @@ export class Accumulator {
       this.pending.push({ records, settle: (error) => (error === undefined ? resolve() : reject(error)) });
     });
     this.pendingRecords += records.length;
-    if (this.options.maxBytes !== undefined) for (const r of records) this.pendingBytes += recordBytes(r);
+    for (const r of records) this.pendingBytes += recordBytes(r);
     if (this.pendingRecords >= this.options.maxBatch || this.pendingBytes >= (this.options.maxBytes ?? Infinity)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.options.lingerMs);
     return withDeadline(acked, this.options.timeoutMs);
@@ -84,6 +122,7 @@ export class Accumulator {
     const batch = this.pending;
     this.pending = [];
     this.pendingRecords = 0;
+    this.sendingBytes += this.pendingBytes;
     this.pendingBytes = 0;
     const records: EventRecord[] = [];
     for (const p of batch) for (const r of p.records) records.push(r);
@@ -102,14 +141,23 @@ export class Accumulator {
         (error: unknown) => p.settle(error ?? new Error("send failed")),
       );
     }
-    for (const sent of sends) {
+    sends.forEach((sent, i) => {
+      const bytes = chunks[i]!.reduce((n, r) => n + recordBytes(r), 0);
       const settled = sent.then(
         () => {},
         () => {},
       );
+      // A request past its deadline is answered, but kafkajs still holds its records until the
+      // send settles: they count until then.
+      void settled.then(() => (this.sendingBytes -= bytes));
       this.inFlight.add(settled);
       void settled.finally(() => this.inFlight.delete(settled));
-    }
+    });
+  }
+
+  /** Bytes of records pending or sent and not yet settled (recordBytes): what this holds in memory. */
+  get bytesHeld(): number {
+    return this.pendingBytes + this.sendingBytes;
   }
 
   /** Sends what is pending and waits until every send has settled (shutdown). */

@@ -4,7 +4,6 @@
  * probe keeps /readyz honest about whether Kafka answers.
  */
 import { once } from "node:events";
-import { existsSync, unwatchFile, watchFile } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,10 +12,10 @@ import type { Logger } from "pino";
 import type { IngestConfig } from "../schemas/config";
 import { createApp } from "./app";
 import { WriteKeys } from "./auth";
-import { readKeys } from "./keys";
-import { ingestMetrics } from "./metrics";
+import { readKeys, watchKeysFile } from "./keys";
+import { ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
-import { Accumulator } from "./producer";
+import { Accumulator, kafkaSend } from "./producer";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { TokenBuckets } from "./ratelimit";
 
@@ -70,53 +69,18 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     await topicMaxMessageBytes(kafka, topic, config.kafka.maxMessageBytes),
     await topicMaxMessageBytes(kafka, rejectedTopic, config.kafka.maxMessageBytes),
   );
-  const accumulator = new Accumulator(
-    async (records) => {
-      const timer = metrics.produceSeconds.startTimer();
-      const events = records.filter((r) => r.rejected !== true);
-      const rejected = records.filter((r) => r.rejected === true).map(({ key, value }) => ({ key, value }));
-      try {
-        // acks -1: every in-sync replica has the records before the promise resolves.
-        await producer.sendBatch({
-          topicMessages: [
-            ...(events.length > 0 ? [{ topic, messages: events }] : []),
-            ...(rejected.length > 0 ? [{ topic: rejectedTopic, messages: rejected }] : []),
-          ],
-          acks: -1,
-          timeout: config.produceTimeoutMs,
-        });
-        timer({ status: "ok" });
-        metrics.recordsProduced.inc({ topic }, events.length);
-        if (rejected.length > 0) metrics.recordsProduced.inc({ topic: rejectedTopic }, rejected.length);
-      } catch (error) {
-        timer({ status: "failed" });
-        throw error;
-      }
-    },
-    { lingerMs: config.produceLingerMs, maxBatch: config.produceMaxBatch, maxBytes, timeoutMs: config.produceTimeoutMs },
-  );
+  const accumulator = new Accumulator(kafkaSend(producer, { topic, rejectedTopic }, config.produceTimeoutMs, metrics), {
+    lingerMs: config.produceLingerMs,
+    maxBatch: config.produceMaxBatch,
+    maxBytes,
+    timeoutMs: config.produceTimeoutMs,
+  });
 
-  // Keys from WRITE_KEYS and the keys file; the file is re-read when it changes (a Kubernetes
-  // Secret update, `keys create|revoke`). A bad or vanished file keeps the keys in force and
-  // logs why: a Secret being remounted must not revoke every key.
+  // Keys from WRITE_KEYS and the keys file, which is re-read when it changes (ingest/keys.ts).
   const keysOf = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
   const writeKeys = new WriteKeys(keysOf());
   if (writeKeys.size === 0) log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE): every request will get 401");
-  if (config.writeKeysFile) {
-    const file = config.writeKeysFile;
-    watchFile(file, { interval: 1_000 }, () => {
-      if (!existsSync(file)) {
-        log.error({ file }, "keys file is gone; the previous keys stay in force");
-        return;
-      }
-      try {
-        writeKeys.replace(keysOf());
-        log.info({ keys: writeKeys.size }, "write keys reloaded");
-      } catch (error) {
-        log.error({ err: error }, "keys file unreadable; the previous keys stay in force");
-      }
-    });
-  }
+  const unwatchKeys = config.writeKeysFile ? watchKeysFile(config.writeKeysFile, () => writeKeys.replace(keysOf()), log) : () => {};
 
   const app = createApp({
     writeKeys,
@@ -130,6 +94,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     },
     trustedProxies: config.trustedProxies,
     maxInflightBytes: config.maxInflightBytes,
+    producerBytesHeld: () => accumulator.bytesHeld,
     corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,
     rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),
@@ -150,7 +115,11 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   server.listen(config.port, config.host);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
-  log.info({ host: address.address, port: address.port, topic: config.kafka.topic }, "ingest listening");
+  const metricsServer = createServer(metricsApp(metrics).callback());
+  metricsServer.listen(config.metricsPort, config.metricsHost);
+  await once(metricsServer, "listening");
+  const metricsPort = (metricsServer.address() as AddressInfo).port;
+  log.info({ host: address.address, port: address.port, metricsPort, topic: config.kafka.topic }, "ingest listening");
 
   const stop = async () => {
     accepting = false;
@@ -159,8 +128,9 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     server.closeIdleConnections();
     await closed;
     clearInterval(probe);
-    if (config.writeKeysFile) unwatchFile(config.writeKeysFile);
+    unwatchKeys();
     await accumulator.drain();
+    await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
     await Promise.all([producer.disconnect(), admin.disconnect()]);
     log.info("ingest stopped");
   };

@@ -59,6 +59,12 @@ export interface IngestConfig {
   /** Listen address (env INGEST_HOST, INGEST_PORT). */
   host: Name;
   port: Port;
+  /**
+   * Where /metrics answers, apart from the public API (env INGEST_METRICS_HOST, default
+   * INGEST_HOST; INGEST_METRICS_PORT, 0 picks a free port): a scrape port need not be public.
+   */
+  metricsHost: Name;
+  metricsPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
   /** env WRITE_KEYS: `key=workspaceId` (or `sha256:<hex>=workspaceId`) pairs, comma-separated. */
   writeKeys: WriteKeyEntry[];
   /** env WRITE_KEYS_FILE: a keys file, one entry per line, re-read when it changes. */
@@ -89,7 +95,11 @@ export interface IngestConfig {
    * many hops from the right; entries left of it are whatever the client claimed.
    */
   trustedProxies: number & tags.Type<"uint32"> & tags.Maximum<16>;
-  /** Bytes of request bodies held at once before answering 503 + Retry-After (env INGEST_MAX_INFLIGHT_BYTES). */
+  /**
+   * Bytes held at once - request bodies being read plus records Kafka has not settled - before
+   * answering 503 + Retry-After (env INGEST_MAX_INFLIGHT_BYTES). Memory is a few times this:
+   * each body is held as bytes, text, parsed objects and records.
+   */
   maxInflightBytes: Positive;
   /**
    * Processes serving the port (env INGEST_WORKERS; node:cluster). 1 runs no cluster; more puts
@@ -186,6 +196,8 @@ export function ingestConfig(env: Env): IngestConfig {
   const config = typia.assert<IngestConfig>({
     host: env.INGEST_HOST ?? "127.0.0.1",
     port: int(env.INGEST_PORT, 3000),
+    metricsHost: env.INGEST_METRICS_HOST ?? env.INGEST_HOST ?? "127.0.0.1",
+    metricsPort: int(env.INGEST_METRICS_PORT, 3002),
     writeKeys: parseWriteKeys(list(env.WRITE_KEYS ?? "")),
     ...(env.WRITE_KEYS_FILE ? { writeKeysFile: env.WRITE_KEYS_FILE } : {}),
     logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
@@ -200,7 +212,7 @@ export function ingestConfig(env: Env): IngestConfig {
     keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
     drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
     trustedProxies: env.TRUST_PROXY === "true" ? 1 : env.TRUST_PROXY === "false" ? 0 : int(env.TRUST_PROXY, 0),
-    maxInflightBytes: int(env.INGEST_MAX_INFLIGHT_BYTES, 64 * 1024 * 1024),
+    maxInflightBytes: int(env.INGEST_MAX_INFLIGHT_BYTES, 32 * 1024 * 1024),
     workers: int(env.INGEST_WORKERS, 1),
     corsOrigins: list(env.CORS_ORIGINS ?? "*"),
     produceLingerMs: int(env.PRODUCE_LINGER_MS, 1),
@@ -217,6 +229,7 @@ export function ingestConfig(env: Env): IngestConfig {
 /** The first pair of ingest settings that contradict each other, as a message; undefined if none. */
 export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.keepAliveTimeoutMs >= c.headersTimeoutMs) return "INGEST_KEEPALIVE_TIMEOUT_MS must be below INGEST_HEADERS_TIMEOUT_MS";
+  if (c.metricsPort === c.port) return `INGEST_METRICS_PORT (${c.metricsPort}) must differ from INGEST_PORT: /metrics is not public`;
   if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
     return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;
   }

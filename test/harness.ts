@@ -55,6 +55,7 @@ export class LiveStack {
       SINK_SESSION_TIMEOUT_MS: "6000",
       SINK_HTTP_PORT: "0",
       INGEST_DRAIN_DELAY_MS: "0",
+      INGEST_METRICS_PORT: "0",
       PRODUCE_TIMEOUT_MS: "5000",
       ...extraEnv,
       // test-key is always there: marker() posts with it

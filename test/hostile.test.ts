@@ -3,6 +3,7 @@
  * written; each refusal is a clear 4xx. Real ingest, Kafka, sink and ClickHouse.
  */
 import { randomUUID } from "node:crypto";
+import { request } from "node:http";
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
@@ -134,6 +135,36 @@ hostile("slow clients trickling headers or body are cut off while other clients'
   console.log(`\n  slow clients: 40 cut off after ${Math.min(...closed)}-${Math.max(...closed)} ms; 40 normal requests meanwhile, p99 ${p99.toFixed(0)} ms`);
   assert.ok(closed.every((ms) => ms > 0 && ms <= 7_000), `every slow socket was closed by the server: ${closed.join(",")}`);
   assert.ok(p99 < 1_000, `other clients' p99 ${p99.toFixed(0)} ms`);
+});
+
+hostile("request bodies held past INGEST_MAX_INFLIGHT_BYTES -> 503 overloaded + Retry-After; freed when they end", async () => {
+  const budget = new LiveStack({ INGEST_MAX_INFLIGHT_BYTES: "600000" });
+  await budget.start();
+  try {
+    // A client that announces 400,000 bytes and sends 10: its reservation holds.
+    const url = new URL(`${budget.base}/v1/batch`);
+    const stalled = request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: "POST",
+      headers: { authorization: basic("test-key"), "content-type": "application/json", "content-length": "400000" },
+    });
+    stalled.on("error", () => {});
+    stalled.write('{"batch": [');
+    await new Promise((r) => setTimeout(r, 300));
+    const body = { batch: Array.from({ length: 10 }, () => ({ type: "track", event: "Budget", userId: "u", messageId: randomUUID(), properties: { pad: "p".repeat(25_000) } })) };
+    const refused = await budget.post("/v1/batch", body);
+    assert.is(refused.status, 503, "400,000 held + 250,000 more is over 600,000");
+    assert.is(refused.json!.error, "overloaded");
+    assert.is(refused.headers.get("retry-after"), "5");
+    stalled.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    assert.is((await budget.post("/v1/batch", body)).status, 200, "the stalled request's bytes were released");
+    await budget.rowsLanded(body.batch.map((m) => m.messageId));
+  } finally {
+    await budget.stop();
+  }
 });
 
 hostile("rate limit per writeKey: 429 with Retry-After to the key over its limit, other keys untouched", async () => {

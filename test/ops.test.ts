@@ -4,7 +4,7 @@
  * authenticates -> revoke -> 401, no restart); request ids; logs without keys or bodies.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -25,9 +25,19 @@ function sample(text: string, name: string, labels = ""): number {
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
 }
 
+/** The ingest's metrics port, from its "ingest listening" log line. */
+function ingestMetricsPort(): Promise<number> {
+  return waitFor("the ingest's metrics port", async () => {
+    const line = stack.ingest!.output().split("\n").find((l) => l.includes('"msg":"ingest listening"'));
+    return line === undefined ? undefined : (JSON.parse(line) as { metricsPort: number }).metricsPort;
+  });
+}
+
 ops("metrics of ingest and sink appear and move after a batch; no ids or keys in them", async () => {
   const sinkMetricsUrl = `http://127.0.0.1:${await sinkPort(stack.sink!)}/metrics`;
-  const scrape = async () => [await (await fetch(`${stack.base}/metrics`)).text(), await (await fetch(sinkMetricsUrl)).text()] as const;
+  const ingestMetricsUrl = `http://127.0.0.1:${await ingestMetricsPort()}/metrics`;
+  assert.is((await fetch(`${stack.base}/metrics`)).status, 404, "/metrics is not served on the public port");
+  const scrape = async () => [await (await fetch(ingestMetricsUrl)).text(), await (await fetch(sinkMetricsUrl)).text()] as const;
   const [ingestBefore, sinkBefore] = await scrape();
   const batch = Array.from({ length: 25 }, () => ({ type: "track", event: "Metered", userId: "u-metrics", messageId: randomUUID() }));
   assert.is((await stack.post("/v1/batch", { batch })).status, 200);
@@ -66,6 +76,21 @@ ops("keys CLI round trip: create -> the key authenticates -> revoke -> 401, with
   assert.is((await revoke.exited).code, 0, revoke.output());
   await waitFor("the revoked key to be refused", async () => ((await post()).status === 401 ? true : undefined), 10_000);
   assert.is(stack.ingest!.child.exitCode, null, "the same ingest process");
+});
+
+ops("a keys file that disappears keeps the last good keys (and says so); its return is read again", async () => {
+  const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", "ws-vanish"]);
+  assert.is((await create.exited).code, 0, create.output());
+  const key = create.output().split("\n").find((l) => l.startsWith("wk_"))!;
+  const post = () => stack.post("/v1/track", { event: "Kept", userId: "u", messageId: randomUUID() }, { authorization: basic(key) });
+  await waitFor("the new key to authenticate", async () => ((await post()).status === 200 ? true : undefined), 10_000);
+  const saved = readFileSync(keysFile, "utf8");
+  rmSync(keysFile);
+  await waitFor("the ingest to notice", async () => (stack.ingest!.output().includes("keys file is gone") ? true : undefined), 10_000);
+  assert.is((await post()).status, 200, "the key still authenticates while the file is gone");
+  // A Secret remount puts the file back, without the key this time: now it is revoked.
+  writeFileSync(keysFile, saved.split("\n").filter((l) => !l.endsWith("=ws-vanish")).join("\n"));
+  await waitFor("the key to be refused once the file says so", async () => ((await post()).status === 401 ? true : undefined), 10_000);
 });
 
 ops("request ids: a client's X-Request-Id is echoed, others get a new one", async () => {

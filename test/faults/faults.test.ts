@@ -5,12 +5,15 @@
  * messageId answered 2xx is in ClickHouse exactly once under FINAL.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Partitioners } from "kafkajs";
 import { DLQ_HEADERS } from "../../schemas/envelope";
 import { basic, LiveStack, stopService, waitFor } from "../harness";
-import { rowsOf, server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
+import { lagBackToZero, rowsOf, server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
 import { Traffic } from "./traffic";
 
 const PRODUCE_TIMEOUT_MS = 5_000;
@@ -167,10 +170,7 @@ faults("6. poison records: DLQ with original key/value and reason; the valid one
   }
   assert.is(byKey.get("bad-json-1")!.headers[DLQ_HEADERS.step], "decode");
   assert.is(byKey.get("ch-refuses")!.headers[DLQ_HEADERS.step], "insert");
-  await waitFor("lag back to 0", async () => {
-    const lag = await stack.groupLag();
-    return lag.committed === lag.end ? lag : undefined;
-  });
+  await lagBackToZero(stack);
 
   // A record dead-lettered during an incident, whose cause is since fixed, comes back with replay.
   const fixedId = randomUUID();
@@ -302,10 +302,7 @@ faults("8. poison in every partition mid-traffic: surrogates healed, refused row
   await sleep(5_000);
   await t.stop();
   await t.drain(30_000);
-  await waitFor("lag back to 0", async () => {
-    const lag = await stack.groupLag();
-    return lag.committed === lag.end ? lag : undefined;
-  }, 60_000);
+  await lagBackToZero(stack, 60_000);
   const figures = t.figures();
   await sleep(2_000);
   watching = false;
@@ -330,6 +327,73 @@ faults("8. poison in every partition mid-traffic: surrogates healed, refused row
       `acked landed within ${(worstLagMs / 1000).toFixed(1)} s; longest /readyz 503 ${longest503} ms; lag 0`,
   );
 });
+
+faults("9. a flood of 32 KB messages while Kafka is slowed: both processes stay inside their Kubernetes memory limits", async () => {
+  const limits = { ingest: memoryLimit("ingest-deployment.yaml"), sink: memoryLimit("sink-deployment.yaml") };
+  const pids = { ingest: stack.ingest!.child.pid!, sink: stack.sink!.child.pid! };
+  const peak = { ingest: rssBytes(pids.ingest), sink: rssBytes(pids.sink) };
+  const before = { ...peak };
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      peak.ingest = Math.max(peak.ingest, rssBytes(pids.ingest));
+      peak.sink = Math.max(peak.sink, rssBytes(pids.sink));
+      await sleep(100);
+    }
+  })();
+  // 160 clients, each with a batch of 14 messages of about 30 KB (420 KB a request) in flight.
+  const t = new Traffic(`${stack.base}/v1/batch`, auth, { userId: "sc-flood", batchSize: 14, workers: 160, pauseMs: 0, maxRequests: 400, padBytes: 30_000 });
+  const broker = Number(readFileSync(join(process.env.STACK_DIR!, "kafka", "kafka.pid"), "utf8").trim());
+  t.start();
+  const slowUntil = Date.now() + 16_000;
+  try {
+    // Slowed, not down: the broker is paused 1.5 s of every 2 s.
+    while (Date.now() < slowUntil) {
+      process.kill(broker, "SIGSTOP");
+      await sleep(1_500);
+      process.kill(broker, "SIGCONT");
+      await sleep(500);
+    }
+  } finally {
+    process.kill(broker, "SIGCONT");
+  }
+  await t.stop();
+  await t.drain(120_000);
+  await lagBackToZero(stack, 120_000);
+  sampling = false;
+  await sampler;
+  const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`;
+  const rejected = t.figures().rejected;
+  console.log(
+    `\n  flood RSS: ingest ${mib(before.ingest)} -> peak ${mib(peak.ingest)} (limit ${mib(limits.ingest)}), ` +
+      `sink ${mib(before.sink)} -> peak ${mib(peak.sink)} (limit ${mib(limits.sink)})`,
+  );
+  assert.ok(peak.ingest < limits.ingest, `ingest peak ${mib(peak.ingest)} under its limit ${mib(limits.ingest)}`);
+  assert.ok(peak.sink < limits.sink, `sink peak ${mib(peak.sink)} under its limit ${mib(limits.sink)}`);
+  await verdict(
+    stack,
+    "Flood of 32 KB messages, Kafka slowed",
+    "sc-flood",
+    t,
+    `peak RSS ingest ${mib(peak.ingest)} of ${mib(limits.ingest)}, sink ${mib(peak.sink)} of ${mib(limits.sink)}; ` +
+      `refusals ${Object.entries(rejected).map(([c, n]) => `${c}x${n}`).join(" ") || "none"}`,
+  );
+});
+
+/** Resident memory of a process, bytes (VmRSS of /proc/PID/status). */
+function rssBytes(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return Number(kb ?? 0) * 1024;
+}
+
+/** The memory limit of a base Deployment's first container, bytes (`512Mi`, `1Gi`). */
+function memoryLimit(file: string): number {
+  const [deployment] = parseAllDocuments(readFileSync(join(__dirname, "..", "..", "..", "deploy", "k8s", "base", file), "utf8")).map((d) => d.toJS());
+  const text = String(deployment.spec.template.spec.containers[0].resources.limits.memory);
+  const [, n, unit] = /^(\d+)(Mi|Gi)$/.exec(text) ?? [];
+  if (n === undefined) throw new Error(`${file}: memory limit ${text} not in Mi or Gi`);
+  return Number(n) * (unit === "Gi" ? 1024 ** 3 : 1024 ** 2);
+}
 
 /** Every record of a topic (from the start), with headers as strings. */
 async function readTopic(topic: string): Promise<{ key: string; value: string; headers: Record<string, string> }[]> {

@@ -50,6 +50,18 @@ export async function sinkReady(port: number): Promise<number> {
   }
 }
 
+/** Waits until the sink group's committed offsets reach the topic's end (lag 0). */
+export function lagBackToZero(stack: LiveStack, timeoutMs = 20_000): Promise<{ committed: number; end: number }> {
+  return waitFor(
+    "lag back to 0",
+    async () => {
+      const lag = await stack.groupLag();
+      return lag.committed === lag.end ? lag : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /** Rows and duplicates under FINAL for one scenario's userId. */
 export async function rowsOf(stack: LiveStack, userId: string): Promise<{ rows: number; unique: number }> {
   const [r] = await stack.select<{ rows: string; unique: string }>(

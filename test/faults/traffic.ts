@@ -42,7 +42,15 @@ export class Traffic {
   constructor(
     private readonly url: string,
     private readonly authorization: string,
-    private readonly options: { userId: string; batchSize: number; workers: number; pauseMs: number; maxRequests: number },
+    private readonly options: {
+      userId: string;
+      batchSize: number;
+      workers: number;
+      pauseMs: number;
+      maxRequests: number;
+      /** Characters of padding per message (default 200). */
+      padBytes?: number;
+    },
   ) {}
 
   /** Starts the workers. */
@@ -98,7 +106,7 @@ export class Traffic {
       event: "Fault Test",
       userId: this.options.userId,
       messageId,
-      properties: { i, note: "x".repeat(200) },
+      properties: { i, note: "x".repeat(this.options.padBytes ?? 200) },
     }));
     return { ids, body: JSON.stringify({ batch }) };
   }
