@@ -19,7 +19,7 @@ import { Accumulator, kafkaSend } from "./producer";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { TokenBuckets } from "./ratelimit";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
 
 /** How often the readiness probe asks Kafka for the topic's metadata, ms. */

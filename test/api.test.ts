@@ -10,7 +10,7 @@ import * as assert from "uvu/assert";
 import { openapiDocument } from "../ingest/openapi";
 import { answer, basic, LiveStack } from "./harness";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const version: string = (require("../../package.json") as { version: string }).version;
 
 const stack = new LiveStack({ TRUST_PROXY: "1", MAX_BATCH_MESSAGES: "50" });

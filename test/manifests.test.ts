@@ -21,7 +21,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAllDocuments } from "yaml";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML of many kinds, checked by schemas, not by types
 type Json = any;
 /** A Kubernetes object as parsed from YAML. */
 type Manifest = Record<string, Json>;
@@ -87,7 +87,7 @@ interface ModelClass {
 /** The kubernetes-models class of an apiVersion and kind, or undefined for an unknown pair. */
 function modelClass(apiVersion: string, kind: string): ModelClass | undefined {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module path is computed from apiVersion
     const group = require(`kubernetes-models/${apiVersion}`) as Record<string, ModelClass | undefined>;
     return group[kind];
   } catch {
