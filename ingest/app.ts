@@ -142,7 +142,8 @@ export function createApp(deps: AppDeps): Koa {
     const receivedAt = new Date().toISOString();
     const headers = ctx.headers as AuthHeaders;
     // A bad header fails before the body is read.
-    if (headers.authorization !== undefined || headers.publicwritekey !== undefined) assertAuthenticated(deps.writeKeys.authenticate(headers));
+    if (headers.authorization !== undefined || headers.publicwritekey !== undefined)
+      assertAuthenticated(deps.writeKeys.authenticate(headers));
     const release = budget.reserve(bytesToReserve(ctx.get("Content-Length"), ctx.get("Content-Encoding"), limits.maxRequestBytes));
     if (release === undefined) throw overloaded(deps.retryAfterSeconds);
     try {
@@ -248,4 +249,3 @@ function corsOrigin(origin: string, allowed: string[]): string {
 function requestIdOf(header: string): string {
   return /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
 }
-

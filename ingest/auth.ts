@@ -11,14 +11,10 @@ export interface AuthHeaders {
 }
 
 /** Outcome of reading the writeKey from a request. */
-export type WriteKeyResult =
-  | { ok: true; writeKey: string }
-  | { ok: false; reason: "missing" | "malformed" | "conflict" };
+export type WriteKeyResult = { ok: true; writeKey: string } | { ok: false; reason: "missing" | "malformed" | "conflict" };
 
 /** Outcome of authenticating a request. */
-export type AuthResult =
-  | { ok: true; workspaceId: string }
-  | { ok: false; reason: "missing" | "malformed" | "conflict" | "unknown" };
+export type AuthResult = { ok: true; workspaceId: string } | { ok: false; reason: "missing" | "malformed" | "conflict" | "unknown" };
 
 /**
  * Reads the writeKey from `Authorization: Basic <base64>` (the decoded text with one trailing ':'

@@ -32,9 +32,7 @@ export interface BatchDefaults {
 }
 
 /** The records, or the first message over the size limit. */
-export type BuildResult =
-  | { ok: true; records: EventRecord[] }
-  | { ok: false; index: number; bytes: number };
+export type BuildResult = { ok: true; records: EventRecord[] } | { ok: false; index: number; bytes: number };
 
 /** Builds one record per message, in order. */
 export function buildRecords(

@@ -94,7 +94,10 @@ export function unsupportedMediaType(): HttpError {
 
 /** 415: a Content-Encoding other than gzip (x-gzip), deflate or identity. */
 export function unsupportedEncoding(encoding: string): HttpError {
-  return new HttpError(415, { error: "unsupported_encoding", message: `Content-Encoding ${encoding} is not supported; use gzip, deflate or none` });
+  return new HttpError(415, {
+    error: "unsupported_encoding",
+    message: `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
+  });
 }
 
 /** 400: a batch over MAX_BATCH_MESSAGES (Segment: 2,500); the count, not the size, is wrong. */
@@ -104,7 +107,10 @@ export function tooManyMessages(count: number, limit: number): HttpError {
 
 /** 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message). */
 export function messageTooLarge(index: number, bytes: number, limit: number): HttpError {
-  return new HttpError(413, { error: "message_too_large", message: `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message` });
+  return new HttpError(413, {
+    error: "message_too_large",
+    message: `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message`,
+  });
 }
 
 /** 429 + Retry-After: the workspace is over its rate limit (RATE_LIMIT_PER_SECOND). */

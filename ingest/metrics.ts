@@ -31,12 +31,43 @@ export function ingestMetrics(): IngestMetrics {
   const seconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
   return {
     registry,
-    requests: new Counter({ name: "ingest_requests_total", help: "Requests answered, by route and status", labelNames: ["route", "status"], registers: [registry] }),
-    requestSeconds: new Histogram({ name: "ingest_request_duration_seconds", help: "Request latency, arrival to answer", labelNames: ["route"], buckets: seconds, registers: [registry] }),
-    produceSeconds: new Histogram({ name: "ingest_produce_duration_seconds", help: "sendBatch latency until the broker's ack", labelNames: ["status"], buckets: seconds, registers: [registry] }),
-    recordsProduced: new Counter({ name: "ingest_records_produced_total", help: "Records acknowledged by Kafka (acks=all)", labelNames: ["topic"], registers: [registry] }),
-    requestsRefused: new Counter({ name: "ingest_requests_refused_total", help: "Requests refused, by error code", labelNames: ["reason"], registers: [registry] }),
-    messagesRejected: new Counter({ name: "ingest_messages_rejected_total", help: "Messages refused and kept in rejected_messages", registers: [registry] }),
+    requests: new Counter({
+      name: "ingest_requests_total",
+      help: "Requests answered, by route and status",
+      labelNames: ["route", "status"],
+      registers: [registry],
+    }),
+    requestSeconds: new Histogram({
+      name: "ingest_request_duration_seconds",
+      help: "Request latency, arrival to answer",
+      labelNames: ["route"],
+      buckets: seconds,
+      registers: [registry],
+    }),
+    produceSeconds: new Histogram({
+      name: "ingest_produce_duration_seconds",
+      help: "sendBatch latency until the broker's ack",
+      labelNames: ["status"],
+      buckets: seconds,
+      registers: [registry],
+    }),
+    recordsProduced: new Counter({
+      name: "ingest_records_produced_total",
+      help: "Records acknowledged by Kafka (acks=all)",
+      labelNames: ["topic"],
+      registers: [registry],
+    }),
+    requestsRefused: new Counter({
+      name: "ingest_requests_refused_total",
+      help: "Requests refused, by error code",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    messagesRejected: new Counter({
+      name: "ingest_messages_rejected_total",
+      help: "Messages refused and kept in rejected_messages",
+      registers: [registry],
+    }),
   };
 }
 

@@ -6,20 +6,9 @@
 import typia from "typia";
 import type { ErrorBody } from "./errors";
 import { PREFIXES, SINGLE_TYPES } from "./routes";
-import type {
-  AliasBody,
-  BatchBody,
-  GroupBody,
-  IdentifyBody,
-  PageBody,
-  ScreenBody,
-  TrackBody,
-} from "../schemas/messages";
+import type { AliasBody, BatchBody, GroupBody, IdentifyBody, PageBody, ScreenBody, TrackBody } from "../schemas/messages";
 
-const collection = typia.json.schemas<
-  [IdentifyBody, TrackBody, PageBody, ScreenBody, GroupBody, AliasBody, BatchBody, ErrorBody],
-  "3.1"
->();
+const collection = typia.json.schemas<[IdentifyBody, TrackBody, PageBody, ScreenBody, GroupBody, AliasBody, BatchBody, ErrorBody], "3.1">();
 
 const BODY_SCHEMAS: Record<string, string> = {
   identify: "IdentifyBody",
@@ -43,7 +32,10 @@ const error = (description: string) => ({
 function withIdentityRule(schemas: Record<string, object>): Record<string, object> {
   const identified = { anyOf: [{ required: ["userId"] }, { required: ["anonymousId"] }] };
   return Object.fromEntries(
-    Object.entries(schemas).map(([name, schema]) => [name, /(Body|Message)$/.test(name) && name !== "BatchBody" && name !== "ErrorBody" ? { ...schema, ...identified } : schema]),
+    Object.entries(schemas).map(([name, schema]) => [
+      name,
+      /(Body|Message)$/.test(name) && name !== "BatchBody" && name !== "ErrorBody" ? { ...schema, ...identified } : schema,
+    ]),
   );
 }
 

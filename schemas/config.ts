@@ -233,7 +233,8 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
     return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;
   }
-  if (c.maxMessageBytes > c.maxRequestBytes) return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) is above MAX_REQUEST_BYTES (${c.maxRequestBytes})`;
+  if (c.maxMessageBytes > c.maxRequestBytes)
+    return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) is above MAX_REQUEST_BYTES (${c.maxRequestBytes})`;
   if (c.maxInflightBytes < c.maxRequestBytes) {
     return `INGEST_MAX_INFLIGHT_BYTES (${c.maxInflightBytes}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): no compressed request could be read`;
   }
@@ -305,7 +306,10 @@ export function parseWriteKeys(entries: string[]): WriteKeyEntry[] {
  * TypeGuardError naming the bad entry.
  */
 export function parseKeysFile(text: string): WriteKeyEntry[] {
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !l.startsWith("#"));
   return typia.assert<WriteKeyEntry[]>(parseWriteKeys(lines));
 }
 

@@ -16,7 +16,11 @@ export const RECORD_OVERHEAD_BYTES = 32;
 export const BATCH_SLACK_BYTES = 1_024;
 
 /** Bytes one record takes in a produce: key + value (UTF-8) + headers + overhead. */
-export function recordBytes(record: { key?: string | Buffer | null; value: string | Buffer | null; headers?: Record<string, string> }): number {
+export function recordBytes(record: {
+  key?: string | Buffer | null;
+  value: string | Buffer | null;
+  headers?: Record<string, string>;
+}): number {
   let bytes = RECORD_OVERHEAD_BYTES + byteLength(record.key) + byteLength(record.value);
   for (const [name, value] of Object.entries(record.headers ?? {})) bytes += name.length + Buffer.byteLength(value, "utf8") + 8;
   return bytes;

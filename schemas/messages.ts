@@ -119,13 +119,7 @@ export interface AliasMessage extends AliasFields {
 }
 
 /** One item of a batch body: any message, discriminated by `type`. */
-export type Message =
-  | IdentifyMessage
-  | TrackMessage
-  | PageMessage
-  | ScreenMessage
-  | GroupMessage
-  | AliasMessage;
+export type Message = IdentifyMessage | TrackMessage | PageMessage | ScreenMessage | GroupMessage | AliasMessage;
 
 /** The message types. */
 export type MessageType = Message["type"];

@@ -60,7 +60,7 @@ export function conflictMessage(conflicts: readonly string[]): string {
 }
 
 /** An identifier as written by ClickHouse: `quoted` (\` or `` escapes), "quoted" or bare. */
-const IDENT = "(`(?:[^`\\\\]|\\\\.|``)*`|\"(?:[^\"\\\\]|\\\\.)*\"|[A-Za-z_][A-Za-z0-9_]*)";
+const IDENT = '(`(?:[^`\\\\]|\\\\.|``)*`|"(?:[^"\\\\]|\\\\.)*"|[A-Za-z_][A-Za-z0-9_]*)';
 const FROM_FINAL = new RegExp(`\\bFROM\\s+${IDENT}\\s*\\.\\s*${IDENT}\\s+FINAL\\b`, "gi");
 
 /**

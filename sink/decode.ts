@@ -86,8 +86,21 @@ export function toRow(envelope: Envelope): EventRow {
 
 /** Message fields that have a column of their own (or are the envelope's). */
 const MAPPED = new Set([
-  "type", "messageId", "userId", "anonymousId", "timestamp", "sentAt", "originalTimestamp", "context",
-  "event", "name", "category", "groupId", "previousId", "properties", "traits",
+  "type",
+  "messageId",
+  "userId",
+  "anonymousId",
+  "timestamp",
+  "sentAt",
+  "originalTimestamp",
+  "context",
+  "event",
+  "name",
+  "category",
+  "groupId",
+  "previousId",
+  "properties",
+  "traits",
 ]);
 
 /** Every other top-level field (integrations, channel, _metadata, ...) as JSON text, '{}' when none. */

@@ -50,12 +50,44 @@ export function sinkMetrics(topics: string[], startedAt = Date.now()): SinkMetri
   return {
     registry,
     lastInsertAt,
-    batchRows: new Histogram({ name: "sink_batch_rows", help: "Rows per insert (one flush of every partition's batch)", labelNames: ["topic"], buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000], registers: [registry] }),
-    batchWriteSeconds: new Histogram({ name: "sink_batch_write_seconds", help: "Insert time of one flush, retries included", labelNames: ["topic"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),
-    rowsInserted: new Counter({ name: "sink_rows_inserted_total", help: "Rows acknowledged by ClickHouse", labelNames: ["topic"], registers: [registry] }),
-    dlqRecords: new Counter({ name: "sink_dlq_records_total", help: "Records sent to the DLQ", labelNames: ["step"], registers: [registry] }),
-    consumerLag: new Gauge({ name: "sink_consumer_lag_records", help: "Records between the committed offset and the high watermark", labelNames: ["topic", "partition"], registers: [registry] }),
-    eventDelaySeconds: new Histogram({ name: "sink_event_delay_seconds", help: "receivedAt to insert acknowledged", buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300], registers: [registry] }),
+    batchRows: new Histogram({
+      name: "sink_batch_rows",
+      help: "Rows per insert (one flush of every partition's batch)",
+      labelNames: ["topic"],
+      buckets: [1, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000],
+      registers: [registry],
+    }),
+    batchWriteSeconds: new Histogram({
+      name: "sink_batch_write_seconds",
+      help: "Insert time of one flush, retries included",
+      labelNames: ["topic"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    rowsInserted: new Counter({
+      name: "sink_rows_inserted_total",
+      help: "Rows acknowledged by ClickHouse",
+      labelNames: ["topic"],
+      registers: [registry],
+    }),
+    dlqRecords: new Counter({
+      name: "sink_dlq_records_total",
+      help: "Records sent to the DLQ",
+      labelNames: ["step"],
+      registers: [registry],
+    }),
+    consumerLag: new Gauge({
+      name: "sink_consumer_lag_records",
+      help: "Records between the committed offset and the high watermark",
+      labelNames: ["topic", "partition"],
+      registers: [registry],
+    }),
+    eventDelaySeconds: new Histogram({
+      name: "sink_event_delay_seconds",
+      help: "receivedAt to insert acknowledged",
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
     commits: new Counter({ name: "sink_commits_total", help: "Offset commits, by outcome", labelNames: ["status"], registers: [registry] }),
   };
 }

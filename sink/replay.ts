@@ -40,27 +40,28 @@ export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, group
         if (next >= (ends.get(partition) ?? 0n)) done.add(partition);
         if ([...ends.entries()].every(([p, end]) => end === 0n || done.has(p))) resolve();
       };
-      void consumer.subscribe({ topic: config.dlqTopic, fromBeginning: true }).then(() =>
-        consumer.run({
-          autoCommit: false,
-          eachBatchAutoResolve: false,
-          eachBatch: async ({ batch, resolveOffset }) => {
-            const end = ends.get(batch.partition) ?? 0n;
-            const messages = batch.messages.filter((m) => BigInt(m.offset) < end);
-            if (messages.length > 0) {
-              await producer.send({ topic: config.topic, acks: -1, messages: messages.map((m) => ({ key: m.key, value: m.value })) });
-              replayed += messages.length;
-              const last = messages[messages.length - 1]!.offset;
-              resolveOffset(last);
-              // commitOffset = offset + 1: the committed offset is the next record to read.
-              const next = BigInt(last) + 1n;
-              await consumer.commitOffsets([{ topic: config.dlqTopic, partition: batch.partition, offset: next.toString() }]);
-              finishIfDone(batch.partition, next);
-            } else {
-              finishIfDone(batch.partition, BigInt(batch.messages[0]?.offset ?? "0"));
-            }
-          },
-        }),
+      void consumer.subscribe({ topic: config.dlqTopic, fromBeginning: true }).then(
+        () =>
+          consumer.run({
+            autoCommit: false,
+            eachBatchAutoResolve: false,
+            eachBatch: async ({ batch, resolveOffset }) => {
+              const end = ends.get(batch.partition) ?? 0n;
+              const messages = batch.messages.filter((m) => BigInt(m.offset) < end);
+              if (messages.length > 0) {
+                await producer.send({ topic: config.topic, acks: -1, messages: messages.map((m) => ({ key: m.key, value: m.value })) });
+                replayed += messages.length;
+                const last = messages[messages.length - 1]!.offset;
+                resolveOffset(last);
+                // commitOffset = offset + 1: the committed offset is the next record to read.
+                const next = BigInt(last) + 1n;
+                await consumer.commitOffsets([{ topic: config.dlqTopic, partition: batch.partition, offset: next.toString() }]);
+                finishIfDone(batch.partition, next);
+              } else {
+                finishIfDone(batch.partition, BigInt(batch.messages[0]?.offset ?? "0"));
+              }
+            },
+          }),
         reject,
       );
     });

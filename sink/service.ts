@@ -25,7 +25,6 @@ import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clickhouseInsert, clickhouseProbe } from "./writer";
 
-
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
 
@@ -67,7 +66,10 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
 
   await client.ping();
   await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
-  const dlq = { topic: config.kafka.dlqTopic, maxMessageBytes: await topicMaxMessageBytes(kafka, config.kafka.dlqTopic, config.kafka.maxMessageBytes) };
+  const dlq = {
+    topic: config.kafka.dlqTopic,
+    maxMessageBytes: await topicMaxMessageBytes(kafka, config.kafka.dlqTopic, config.kafka.maxMessageBytes),
+  };
   const metrics = sinkMetrics([config.kafka.topic, config.kafka.rejectedTopic]);
   const common = {
     batchRecords: config.batchRows,

@@ -20,7 +20,10 @@ export async function runSetup(): Promise<void> {
   // Its retries log nothing: "coordinator not available" is the expected answer while it waits.
   const quiet = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.NOTHING });
   await waitForGroupCoordinator(quiet, config.groupId);
-  log.info({ created, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId }, "kafka topics and group coordinator ready");
+  log.info(
+    { created, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId },
+    "kafka topics and group coordinator ready",
+  );
   const client = createClient({ url: config.clickhouse.url, username: config.clickhouse.username, password: config.clickhouse.password });
   try {
     const { version, dialect } = await migrate(client, config.clickhouse);

@@ -19,19 +19,66 @@ import { basic, LiveStack } from "./harness";
 const root = join(__dirname, "..", "..");
 
 /** The README's ```sql blocks, named by their first-line comment. */
-const readmeQueries: { name: string; sql: string }[] = [...readFileSync(join(root, "README.md"), "utf8").matchAll(/```sql\n([\s\S]*?)```/g)].map(
-  (m) => ({ name: m[1]!.split("\n")[0]!.replace(/^--\s*/, ""), sql: m[1]!.trim() }),
-);
+const readmeQueries: { name: string; sql: string }[] = [
+  ...readFileSync(join(root, "README.md"), "utf8").matchAll(/```sql\n([\s\S]*?)```/g),
+].map((m) => ({ name: m[1]!.split("\n")[0]!.replace(/^--\s*/, ""), sql: m[1]!.trim() }));
 
 /** Two days of one workspace: user 1043 identifies twice, shops; an anonymous visitor and user 2000. */
 const dataset: Message[] = [
-  { type: "identify", messageId: "an-1", userId: "1043", traits: { plan: "free", email: "old@x.test" }, timestamp: "2026-11-20T09:00:00.100Z" },
-  { type: "track", messageId: "an-2", userId: "1043", event: "Added to cart", properties: { sku: "a" }, timestamp: "2026-11-20T09:05:00.200Z" },
-  { type: "identify", messageId: "an-3", userId: "1043", traits: { plan: "pro", email: "john@email.com" }, timestamp: "2026-11-21T10:00:00.300Z" },
-  { type: "track", messageId: "an-4", userId: "1043", event: "Added to cart", properties: { sku: "b" }, timestamp: "2026-11-21T10:01:00.400Z" },
-  { type: "track", messageId: "an-5", userId: "1043", event: "Order Completed", properties: { total: 30 }, timestamp: "2026-11-21T10:02:00.500Z" },
-  { type: "page", messageId: "an-6", anonymousId: "anon-7", name: "Pricing", properties: { path: "/pricing" }, timestamp: "2026-11-21T11:00:00.000Z" },
-  { type: "track", messageId: "an-7", userId: "2000", event: "Added to cart", properties: { sku: "c" }, timestamp: "2026-11-21T12:00:00.000Z" },
+  {
+    type: "identify",
+    messageId: "an-1",
+    userId: "1043",
+    traits: { plan: "free", email: "old@x.test" },
+    timestamp: "2026-11-20T09:00:00.100Z",
+  },
+  {
+    type: "track",
+    messageId: "an-2",
+    userId: "1043",
+    event: "Added to cart",
+    properties: { sku: "a" },
+    timestamp: "2026-11-20T09:05:00.200Z",
+  },
+  {
+    type: "identify",
+    messageId: "an-3",
+    userId: "1043",
+    traits: { plan: "pro", email: "john@email.com" },
+    timestamp: "2026-11-21T10:00:00.300Z",
+  },
+  {
+    type: "track",
+    messageId: "an-4",
+    userId: "1043",
+    event: "Added to cart",
+    properties: { sku: "b" },
+    timestamp: "2026-11-21T10:01:00.400Z",
+  },
+  {
+    type: "track",
+    messageId: "an-5",
+    userId: "1043",
+    event: "Order Completed",
+    properties: { total: 30 },
+    timestamp: "2026-11-21T10:02:00.500Z",
+  },
+  {
+    type: "page",
+    messageId: "an-6",
+    anonymousId: "anon-7",
+    name: "Pricing",
+    properties: { path: "/pricing" },
+    timestamp: "2026-11-21T11:00:00.000Z",
+  },
+  {
+    type: "track",
+    messageId: "an-7",
+    userId: "2000",
+    event: "Added to cart",
+    properties: { sku: "c" },
+    timestamp: "2026-11-21T12:00:00.000Z",
+  },
 ];
 /** A retry of an-5: same messageId, sent again. */
 const retry = dataset[4]!;
@@ -41,14 +88,32 @@ function checkReadmeResults(results: Record<string, string | number>[][], where:
   const byName = Object.fromEntries(readmeQueries.map((q, i) => [q.name, results[i]!]));
   assert.equal(Object.keys(byName), ["daily active users", "top events", "a user's latest traits", "one user's timeline"], where);
   const dau = byName["daily active users"]!.map((r) => [String(r.day), Number(r.active_users)]);
-  assert.equal(dau, [["2026-11-20", 1], ["2026-11-21", 3]], `${where}: daily active users`);
+  assert.equal(
+    dau,
+    [
+      ["2026-11-20", 1],
+      ["2026-11-21", 3],
+    ],
+    `${where}: daily active users`,
+  );
   const top = byName["top events"]!.map((r) => [r.event, Number(r.times), Number(r.users)]);
-  assert.equal(top, [["Added to cart", 3, 2], ["Order Completed", 1, 1]], `${where}: top events (the retry counted once)`);
+  assert.equal(
+    top,
+    [
+      ["Added to cart", 3, 2],
+      ["Order Completed", 1, 1],
+    ],
+    `${where}: top events (the retry counted once)`,
+  );
   const [latest] = byName["a user's latest traits"]!;
   assert.equal(JSON.parse(String(latest!.traits)), { plan: "pro", email: "john@email.com" }, `${where}: latest traits`);
   assert.is(latest!.email, "john@email.com");
   const timeline = byName["one user's timeline"]!.map((r) => `${r.type}:${r.event}`);
-  assert.equal(timeline, ["identify:", "track:Added to cart", "identify:", "track:Added to cart", "track:Order Completed"], `${where}: timeline`);
+  assert.equal(
+    timeline,
+    ["identify:", "track:Added to cart", "identify:", "track:Added to cart", "track:Order Completed"],
+    `${where}: timeline`,
+  );
 }
 
 /** Row counts of every view, for the dataset. */
@@ -58,7 +123,11 @@ const VIEW_COUNTS = `SELECT
   (SELECT count() FROM pages WHERE workspace_id = 'ws1') AS p,
   (SELECT count() FROM users WHERE workspace_id = 'ws1') AS u`;
 function checkViewCounts(row: Record<string, string | number> | undefined, where: string): void {
-  assert.equal([Number(row!.i), Number(row!.t), Number(row!.p), Number(row!.u)], [2, 4, 1, 1], `${where}: identifies, tracks, pages, users`);
+  assert.equal(
+    [Number(row!.i), Number(row!.t), Number(row!.p), Number(row!.u)],
+    [2, 4, 1, 1],
+    `${where}: identifies, tracks, pages, users`,
+  );
 }
 
 const stack = new LiveStack({ WRITE_KEYS: "analyst-key=ws1" });
@@ -83,7 +152,9 @@ analyst("ClickHouse 18.16, live: views and README queries answer deduplicated", 
   for (const q of readmeQueries) results.push(await stack.select<Record<string, string | number>>(q.sql));
   checkReadmeResults(results, "18.16");
   checkViewCounts((await stack.select<Record<string, string>>(VIEW_COUNTS))[0], "18.16");
-  const [page] = await stack.select<{ name: string; path: string; anonymous_id: string }>("SELECT name, path, anonymous_id FROM pages WHERE workspace_id = 'ws1'");
+  const [page] = await stack.select<{ name: string; path: string; anonymous_id: string }>(
+    "SELECT name, path, anonymous_id FROM pages WHERE workspace_id = 'ws1'",
+  );
   assert.equal(page, { name: "Pricing", path: "/pricing", anonymous_id: "anon-7" });
 });
 
@@ -102,7 +173,11 @@ analyst("current ClickHouse (chdb): the current-dialect DDL, views and README qu
     database: "analyst",
     ddl: [...tableDdl("current", "analyst", "events"), ...viewsDdl("current", "analyst", "events")],
     inserts: [toRows(dataset), toRows([retry])],
-    queries: [...readmeQueries.map((q) => q.sql), VIEW_COUNTS, "SELECT timestamp, toTypeName(timestamp) AS t, toTypeName(workspace_id) AS lc FROM tracks WHERE message_id = 'an-5'"],
+    queries: [
+      ...readmeQueries.map((q) => q.sql),
+      VIEW_COUNTS,
+      "SELECT timestamp, toTypeName(timestamp) AS t, toTypeName(workspace_id) AS lc FROM tracks WHERE message_id = 'an-5'",
+    ],
   };
   const run = spawnSync("python3", [join(root, "test", "chdb_run.py")], { input: JSON.stringify(job), encoding: "utf8", timeout: 120_000 });
   assert.is(run.status, 0, run.stderr);
@@ -111,7 +186,11 @@ analyst("current ClickHouse (chdb): the current-dialect DDL, views and README qu
   checkReadmeResults(results.slice(0, readmeQueries.length), `chdb ${version}`);
   checkViewCounts(results[readmeQueries.length]![0], `chdb ${version}`);
   const [typed] = results[readmeQueries.length + 1]!;
-  assert.equal(typed, { timestamp: "2026-11-21 10:02:00.500", t: "DateTime64(3, 'UTC')", lc: "LowCardinality(String)" }, "milliseconds kept");
+  assert.equal(
+    typed,
+    { timestamp: "2026-11-21 10:02:00.500", t: "DateTime64(3, 'UTC')", lc: "LowCardinality(String)" },
+    "milliseconds kept",
+  );
 });
 
 analyst.run();

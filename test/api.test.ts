@@ -40,7 +40,20 @@ api("every message type on every route of both prefixes lands as one typed row",
     }
   }
   const rows = await stack.rowsLanded<{ type: string; name: string; category: string; group_id: string; previous_id: string }>(ids);
-  assert.equal(rows.map((r) => r.type).sort(), ["alias", "alias", "group", "group", "identify", "identify", "page", "page", "screen", "screen", "track", "track"]);
+  assert.equal(rows.map((r) => r.type).sort(), [
+    "alias",
+    "alias",
+    "group",
+    "group",
+    "identify",
+    "identify",
+    "page",
+    "page",
+    "screen",
+    "screen",
+    "track",
+    "track",
+  ]);
   const page = rows.find((r) => r.type === "page")!;
   assert.is(page.name, "Home");
   assert.is(page.category, "Docs");
@@ -69,7 +82,11 @@ api("Dittofeed's keyId:secret Basic form authenticates as the whole decoded text
   await dittofeed.start();
   try {
     const messageId = randomUUID();
-    const ok = await dittofeed.post("/api/public/apps/identify", { userId: "u", messageId }, { authorization: `Basic ${b64("key-id:s3cret")}` });
+    const ok = await dittofeed.post(
+      "/api/public/apps/identify",
+      { userId: "u", messageId },
+      { authorization: `Basic ${b64("key-id:s3cret")}` },
+    );
     assert.is(ok.status, 200);
     const [row] = await dittofeed.rowsLanded<{ workspace_id: string }>([messageId]);
     assert.is(row!.workspace_id, "ws-ditto");
@@ -85,27 +102,41 @@ api("sentAt corrects client clock skew; original_timestamp, sent_at and received
   const sentAt = new Date(now).toISOString();
   const timestamp = new Date(now - 10_000).toISOString();
   const before = Date.now();
-  assert.is((await stack.post("/v1/batch", { sentAt, batch: [{ type: "track", event: "Skew", userId: "u", messageId, timestamp }] })).status, 200);
+  assert.is(
+    (await stack.post("/v1/batch", { sentAt, batch: [{ type: "track", event: "Skew", userId: "u", messageId, timestamp }] })).status,
+    200,
+  );
   const after = Date.now();
-  const [row] = await stack.rowsLanded<{ timestamp: string; original_timestamp: string; sent_at: string; received_at: string }>([messageId]);
+  const [row] = await stack.rowsLanded<{ timestamp: string; original_timestamp: string; sent_at: string; received_at: string }>([
+    messageId,
+  ]);
   const seconds = (text: string) => Date.parse(text.replace(" ", "T") + "Z") / 1000;
   const corrected = seconds(row!.timestamp);
-  assert.ok(corrected >= Math.floor((before - 10_000) / 1000) - 1 && corrected <= Math.ceil((after - 10_000) / 1000) + 1, `corrected ${row!.timestamp}`);
+  assert.ok(
+    corrected >= Math.floor((before - 10_000) / 1000) - 1 && corrected <= Math.ceil((after - 10_000) / 1000) + 1,
+    `corrected ${row!.timestamp}`,
+  );
   assert.is(seconds(row!.original_timestamp), Math.floor(Date.parse(timestamp) / 1000));
   assert.is(seconds(row!.sent_at), Math.floor(Date.parse(sentAt) / 1000));
   assert.is(seconds(row!.received_at) - corrected, 10);
 });
 
-api("context.ip comes from the client address (the X-Forwarded-For entry TRUST_PROXY hops from the right; a spoofed leftmost one is ignored) unless the message has one", async () => {
-  const [forwarded, own] = [randomUUID(), randomUUID()];
-  const headers = { authorization: basic("test-key"), "x-forwarded-for": "203.0.113.9, 198.51.100.7" };
-  assert.is((await stack.post("/v1/track", { event: "Ip", userId: "u", messageId: forwarded }, headers)).status, 200);
-  assert.is((await stack.post("/v1/track", { event: "Ip", userId: "u", messageId: own, context: { ip: "192.0.2.1" } }, headers)).status, 200);
-  const rows = await stack.rowsLanded<{ message_id: string; context: string }>([forwarded, own]);
-  const ip = (id: string) => JSON.parse(rows.find((r) => r.message_id === id)!.context).ip;
-  assert.is(ip(forwarded), "198.51.100.7");
-  assert.is(ip(own), "192.0.2.1");
-});
+api(
+  "context.ip comes from the client address (the X-Forwarded-For entry TRUST_PROXY hops from the right; a spoofed leftmost one is ignored) unless the message has one",
+  async () => {
+    const [forwarded, own] = [randomUUID(), randomUUID()];
+    const headers = { authorization: basic("test-key"), "x-forwarded-for": "203.0.113.9, 198.51.100.7" };
+    assert.is((await stack.post("/v1/track", { event: "Ip", userId: "u", messageId: forwarded }, headers)).status, 200);
+    assert.is(
+      (await stack.post("/v1/track", { event: "Ip", userId: "u", messageId: own, context: { ip: "192.0.2.1" } }, headers)).status,
+      200,
+    );
+    const rows = await stack.rowsLanded<{ message_id: string; context: string }>([forwarded, own]);
+    const ip = (id: string) => JSON.parse(rows.find((r) => r.message_id === id)!.context).ip;
+    assert.is(ip(forwarded), "198.51.100.7");
+    assert.is(ip(own), "192.0.2.1");
+  },
+);
 
 api("limits: a message over 32 KB -> 413, a body over 500 KB -> 413, too many messages -> 400; nothing stored", async () => {
   const ids = [randomUUID(), randomUUID()];
@@ -118,10 +149,14 @@ api("limits: a message over 32 KB -> 413, a body over 500 KB -> 413, too many me
   assert.is(bigMessage.status, 413);
   assert.is(bigMessage.json!.error, "message_too_large");
   assert.match(String(bigMessage.json!.message), "32768 bytes per message");
-  const bigBody = await stack.post("/v1/batch", { batch: [{ type: "track", event: "B", userId: "u", messageId: randomUUID(), properties: { blob: "y".repeat(501 * 1024) } }] });
+  const bigBody = await stack.post("/v1/batch", {
+    batch: [{ type: "track", event: "B", userId: "u", messageId: randomUUID(), properties: { blob: "y".repeat(501 * 1024) } }],
+  });
   assert.is(bigBody.status, 413);
   assert.is(bigBody.json!.error, "payload_too_large");
-  const many = await stack.post("/v1/batch", { batch: Array.from({ length: 51 }, () => ({ type: "track", event: "M", userId: "u", messageId: randomUUID() })) });
+  const many = await stack.post("/v1/batch", {
+    batch: Array.from({ length: 51 }, () => ({ type: "track", event: "M", userId: "u", messageId: randomUUID() })),
+  });
   assert.is(many.status, 400);
   assert.is(many.json!.error, "too_many_messages");
   assert.match(String(many.json!.message), "limit is 50");
@@ -141,7 +176,9 @@ api("gzip and deflate bodies are accepted, limits counted after decompression; o
   assert.is((await stack.post("/v1/batch", gzipSync(body(upper)), headers("GZIP"))).status, 200);
   await stack.rowsLanded([gz, df, xg, upper]);
   // 600 KB of JSON compresses to a few KB, but the limit counts what it expands to.
-  const padded = JSON.stringify({ batch: [{ type: "track", event: "Pad", userId: "u", messageId: randomUUID(), properties: { p: "z".repeat(600 * 1024) } }] });
+  const padded = JSON.stringify({
+    batch: [{ type: "track", event: "Pad", userId: "u", messageId: randomUUID(), properties: { p: "z".repeat(600 * 1024) } }],
+  });
   const bomb = await stack.post("/v1/batch", gzipSync(padded), headers("gzip"));
   assert.is(bomb.status, 413);
   const br = await stack.post("/v1/batch", body(randomUUID()), headers("br"));
@@ -153,14 +190,22 @@ api("CORS: preflight answers for any route; responses carry the allow-origin hea
   for (const path of ["/v1/batch", "/api/public/apps/identify", "/v1/alias"]) {
     const preflight = await fetch(`${stack.base}${path}`, {
       method: "OPTIONS",
-      headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" },
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type",
+      },
     });
     assert.is(preflight.status, 204, path);
     assert.is(preflight.headers.get("access-control-allow-origin"), "https://app.example");
     assert.match(preflight.headers.get("access-control-allow-headers") ?? "", "Authorization");
     assert.match(preflight.headers.get("access-control-allow-methods") ?? "", "POST");
   }
-  const post = await stack.post("/v1/track", { event: "Cors", userId: "u", messageId: randomUUID() }, { authorization: basic("test-key"), origin: "https://app.example" });
+  const post = await stack.post(
+    "/v1/track",
+    { event: "Cors", userId: "u", messageId: randomUUID() },
+    { authorization: basic("test-key"), origin: "https://app.example" },
+  );
   assert.is(post.status, 200);
   assert.is(post.headers.get("access-control-allow-origin"), "https://app.example");
   const refused = await stack.post("/v1/track", { event: "Cors" }, { origin: "https://app.example" });
@@ -185,7 +230,14 @@ api("text/plain JSON bodies (sendBeacon) are accepted with the writeKey in the b
 
 api("events keeps every other field the client sent in extra", async () => {
   const messageId = randomUUID();
-  const body = { event: "Extra", userId: "u", messageId, integrations: { All: false }, channel: "server", _metadata: { nodeVersion: "20" } };
+  const body = {
+    event: "Extra",
+    userId: "u",
+    messageId,
+    integrations: { All: false },
+    channel: "server",
+    _metadata: { nodeVersion: "20" },
+  };
   assert.is((await stack.post("/v1/track", body)).status, 200);
   const [row] = await stack.rowsLanded<{ extra: string }>([messageId]);
   assert.equal(JSON.parse(row!.extra), { integrations: { All: false }, channel: "server", _metadata: { nodeVersion: "20" } });

@@ -24,7 +24,13 @@ test("records of every partition count toward one flush; each keeps its own last
   assert.is(batches.size, 2);
   assert.is(batches.addRow(item(1, 8), 0), true, "two partitions together reach maxRecords");
   const taken = batches.takeAll().sort((a, b) => a.partition - b.partition);
-  assert.equal(taken.map((b) => [b.partition, b.items.length, b.lastOffset]), [[0, 1, "1"], [1, 2, "8"]]);
+  assert.equal(
+    taken.map((b) => [b.partition, b.items.length, b.lastOffset]),
+    [
+      [0, 1, "1"],
+      [1, 2, "8"],
+    ],
+  );
   assert.equal(batches.takeAll(), []);
   assert.is(batches.size, 0);
 });
@@ -59,7 +65,10 @@ test("clear drops every open batch", () => {
 
 test("full once the record values held reach maxBytes (SINK_BATCH_BYTES), all partitions together", () => {
   const batches = new PartitionBatches({ maxRecords: 1_000, maxBytes: 100, maxWaitMs: 500 });
-  const sized = (partition: number, offset: number, bytes: number): BatchItem => ({ ...item(partition, offset), value: Buffer.alloc(bytes) });
+  const sized = (partition: number, offset: number, bytes: number): BatchItem => ({
+    ...item(partition, offset),
+    value: Buffer.alloc(bytes),
+  });
   assert.is(batches.addRow(sized(0, 1, 60), 0), false);
   assert.is(batches.bytes, 60);
   assert.is(batches.addDeadLetter({ partition: 1, offset: "4", key: null, value: Buffer.alloc(40), reason: "x", step: "decode" }, 0), true);

@@ -11,9 +11,19 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 
 const KEYS = [
-  "e2e_events_per_s", "batch_events_per_s", "batch_p50_ms", "batch_p99_ms", "single_req_per_s", "single_p99_ms",
-  "queryable_p50_ms", "queryable_p99_ms", "ingest_rss_mb", "sink_rss_mb", "http_ceiling_events_per_s",
-  "kafka_ceiling_msgs_per_s", "clickhouse_ceiling_rows_per_s",
+  "e2e_events_per_s",
+  "batch_events_per_s",
+  "batch_p50_ms",
+  "batch_p99_ms",
+  "single_req_per_s",
+  "single_p99_ms",
+  "queryable_p50_ms",
+  "queryable_p99_ms",
+  "ingest_rss_mb",
+  "sink_rss_mb",
+  "http_ceiling_events_per_s",
+  "kafka_ceiling_msgs_per_s",
+  "clickhouse_ceiling_rows_per_s",
 ];
 
 test("npm run bench, 2 s phases: every figure reported, nothing acked missing", async () => {

@@ -38,12 +38,18 @@ test("a batch keeps its good items and names each bad one; coercion applies per 
   });
   assert.ok(sorted.ok);
   if (!sorted.ok) return;
-  assert.equal(sorted.value.accepted.map((m) => m.messageId), ["m1", "m4"]);
+  assert.equal(
+    sorted.value.accepted.map((m) => m.messageId),
+    ["m1", "m4"],
+  );
   assert.is(sorted.value.accepted[0]!.userId, "1");
-  assert.equal(sorted.value.rejected.map((r) => [r.index, r.issues.map((i) => i.path)]), [
-    [1, ["batch[1].event"]],
-    [2, ["batch[2]"]],
-  ]);
+  assert.equal(
+    sorted.value.rejected.map((r) => [r.index, r.issues.map((i) => i.path)]),
+    [
+      [1, ["batch[1].event"]],
+      [2, ["batch[2]"]],
+    ],
+  );
   assert.is(sorted.value.rejected[1]!.item, "not an object", "the item as sent is kept");
 });
 

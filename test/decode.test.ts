@@ -10,7 +10,15 @@ test("a track envelope becomes a row with JSON text columns", () => {
   const envelope: Envelope = {
     ...base,
     sentAt: "2026-11-22T09:59:59.000Z",
-    message: { type: "track", messageId: "m1", userId: "u1", event: "Bought", properties: { price: 3 }, context: { ip: "1.2.3.4" }, timestamp: "2026-11-22T09:59:58.000Z" },
+    message: {
+      type: "track",
+      messageId: "m1",
+      userId: "u1",
+      event: "Bought",
+      properties: { price: 3 },
+      context: { ip: "1.2.3.4" },
+      timestamp: "2026-11-22T09:59:58.000Z",
+    },
   };
   const result = decode(encode(envelope));
   assert.ok(result.ok);
@@ -64,7 +72,13 @@ test("fields without a column are kept in extra; __proto__ stays plain data", ()
 });
 
 test("poison values become DLQ decisions with a reason", () => {
-  const bad = [null, Buffer.from(""), Buffer.from("{not json"), encode({ hello: 1 }), encode({ ...base, message: { type: "track", messageId: "m" } })];
+  const bad = [
+    null,
+    Buffer.from(""),
+    Buffer.from("{not json"),
+    encode({ hello: 1 }),
+    encode({ ...base, message: { type: "track", messageId: "m" } }),
+  ];
   for (const value of bad) {
     const result = decode(value);
     assert.not.ok(result.ok);

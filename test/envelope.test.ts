@@ -25,7 +25,10 @@ test("one record per message, keyed by messageId, in order", () => {
   );
   assert.ok(result.ok);
   if (!result.ok) return;
-  assert.equal(result.records.map((r) => r.key), ["a", "b"]);
+  assert.equal(
+    result.records.map((r) => r.key),
+    ["a", "b"],
+  );
   const first = parse(result.records[0]!);
   assert.is(first.workspaceId, "ws1");
   assert.is(first.receivedAt, receipt.receivedAt);
@@ -64,7 +67,16 @@ test("a message's own sentAt wins over the batch's", () => {
 });
 
 test("RudderStack's originalTimestamp is the client time when timestamp is absent", () => {
-  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", originalTimestamp: "2026-11-22T10:59:55.123Z", sentAt: "2026-11-22T11:00:00.123Z" }]);
+  const [e] = build([
+    {
+      type: "track",
+      messageId: "a",
+      userId: "u",
+      event: "E",
+      originalTimestamp: "2026-11-22T10:59:55.123Z",
+      sentAt: "2026-11-22T11:00:00.123Z",
+    },
+  ]);
   assert.is(e!.message.timestamp, "2026-11-22T09:59:55.123Z");
   assert.is(e!.originalTimestamp, "2026-11-22T10:59:55.123Z");
   assert.is("originalTimestamp" in e!.message, false);
@@ -77,12 +89,17 @@ test("times are rewritten in canonical UTC form ClickHouse reads", () => {
 });
 
 test("a correction that would leave the storable range keeps the client's timestamp", () => {
-  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", timestamp: "1970-01-01T00:00:01.000Z" }], { sentAt: "2100-01-01T00:00:00.000Z" });
+  const [e] = build([{ type: "track", messageId: "a", userId: "u", event: "E", timestamp: "1970-01-01T00:00:01.000Z" }], {
+    sentAt: "2100-01-01T00:00:00.000Z",
+  });
   assert.is(e!.message.timestamp, "1970-01-01T00:00:01.000Z");
 });
 
 test("skew correction keeps offsets' meaning", () => {
-  assert.is(skewCorrected("2026-11-22T10:00:00.000Z", "2026-11-22T12:00:00+02:00", "2026-11-22T11:59:00+02:00"), "2026-11-22T09:59:00.000Z");
+  assert.is(
+    skewCorrected("2026-11-22T10:00:00.000Z", "2026-11-22T12:00:00+02:00", "2026-11-22T11:59:00+02:00"),
+    "2026-11-22T09:59:00.000Z",
+  );
 });
 
 test("batch context is merged under the item's; the item's keys win; ip filled when absent", () => {

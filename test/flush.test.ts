@@ -11,7 +11,13 @@ import type { EventRow } from "../schemas/row";
 /** A partition's batch of rows `ids`, the last at `lastOffset`. */
 const batch = (partition: number, ids: string[], lastOffset: number, deadLetters: DeadLetter[] = []): PartitionBatch => ({
   partition,
-  items: ids.map((id, i) => ({ row: { message_id: id } as EventRow, partition, offset: String(lastOffset - ids.length + 1 + i), key: Buffer.from(id), value: null })),
+  items: ids.map((id, i) => ({
+    row: { message_id: id } as EventRow,
+    partition,
+    offset: String(lastOffset - ids.length + 1 + i),
+    key: Buffer.from(id),
+    value: null,
+  })),
   deadLetters,
   lastOffset: String(lastOffset),
   openedAt: 0,
@@ -40,7 +46,12 @@ test("every partition commits its last offset + 1, after the insert", async () =
   const { log, commits, deps } = fakes();
   const result = await new Flusher(deps).write([batch(0, ["a", "b"], 11), batch(3, ["c"], 40)]);
   assert.equal(log, ["insert a,b,c", "commit"]);
-  assert.equal(commits, [[{ topic: "events", partition: 0, offset: "12" }, { topic: "events", partition: 3, offset: "41" }]]);
+  assert.equal(commits, [
+    [
+      { topic: "events", partition: 0, offset: "12" },
+      { topic: "events", partition: 3, offset: "41" },
+    ],
+  ]);
   assert.is(result.inserted, 3);
   assert.ok(result.committed);
 });
@@ -51,7 +62,10 @@ test("insert refused (infrastructure) -> no commit", async () => {
       throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
     },
   });
-  const error = await new Flusher(deps).write([batch(0, ["a"], 5)]).then(() => undefined, (e: unknown) => e as Error);
+  const error = await new Flusher(deps).write([batch(0, ["a"], 5)]).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
   assert.match(String(error?.message), /ECONNREFUSED/);
   assert.equal(commits, []);
   assert.not.ok(log.includes("commit"));
@@ -64,7 +78,10 @@ test("DLQ send refused -> no commit, though the rows were inserted", async () =>
       throw new Error("KafkaJSNumberOfRetriesExceeded");
     },
   });
-  const error = await new Flusher(deps).write([batch(0, ["a"], 5, [letter])]).then(() => undefined, (e: unknown) => e);
+  const error = await new Flusher(deps).write([batch(0, ["a"], 5, [letter])]).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.instance(error, Error);
   assert.equal(log, ["insert a"]);
   assert.equal(commits, []);
@@ -75,7 +92,8 @@ test("rows ClickHouse refuses go to the DLQ with the decode dead letters, then t
   const sent: DeadLetter[] = [];
   const { log, commits, deps } = fakes({
     insert: async (rows) => {
-      if (rows.some((r) => r.message_id === "poison")) throw new Error("Code: 25, e.displayText() = DB::Exception: missing second part of surrogate pair");
+      if (rows.some((r) => r.message_id === "poison"))
+        throw new Error("Code: 25, e.displayText() = DB::Exception: missing second part of surrogate pair");
       log.push(`insert ${rows.map((r) => r.message_id).join(",")}`);
     },
     sendDeadLetters: async (letters) => {
@@ -84,7 +102,10 @@ test("rows ClickHouse refuses go to the DLQ with the decode dead letters, then t
     },
   });
   const result = await new Flusher(deps).write([batch(1, ["a", "poison", "b"], 9, [letter])]);
-  assert.equal(sent.map((l) => l.step), ["decode", "insert"]);
+  assert.equal(
+    sent.map((l) => l.step),
+    ["decode", "insert"],
+  );
   assert.is(log[log.length - 1], "commit", "the commit comes last");
   assert.ok(log.indexOf("dlq 2") < log.indexOf("commit"));
   assert.equal(commits, [[{ topic: "events", partition: 1, offset: "10" }]]);
@@ -102,7 +123,10 @@ test("after a flush is abandoned, no later flush writes or commits (it would cov
   const flusher = new Flusher(deps);
   await flusher.write([batch(0, ["a"], 5)]).catch(() => {});
   down = false; // ClickHouse is back, but offset 5 was never written
-  const error = await flusher.write([batch(0, ["b"], 6)]).then(() => undefined, (e: unknown) => e);
+  const error = await flusher.write([batch(0, ["b"], 6)]).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.instance(error, FlusherAbandonedError);
   assert.ok(flusher.isAbandoned);
   assert.equal(commits, []);

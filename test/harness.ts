@@ -102,7 +102,10 @@ export class LiveStack {
 
   /** Runs `node ...nodeArgs dist/<script> ...args` with this stack's env plus `extra`. */
   spawn(script: string, extra: Record<string, string> = {}, args: string[] = [], nodeArgs: string[] = []): Service {
-    const child = spawn(process.execPath, [...nodeArgs, join(dist, script), ...args], { env: { ...this.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...nodeArgs, join(dist, script), ...args], {
+      env: { ...this.env, ...extra },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let text = "";
     child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
     child.stderr!.on("data", (d: Buffer) => (text += d.toString()));

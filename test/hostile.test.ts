@@ -39,7 +39,10 @@ hostile("invalid JSON, wrong types, missing ids: 400 naming the problem, nothing
   assert.equal((types.json!.issues as { path: string }[]).map((i) => i.path).sort(), ["event", "properties", "userId"]);
   const noIds = await stack.post("/v1/batch", { batch: [{ type: "track", event: "E" }] });
   assert.is(noIds.status, 400);
-  assert.equal((noIds.json!.issues as { path: string }[]).map((i) => i.path), ["batch[0].messageId"]);
+  assert.equal(
+    (noIds.json!.issues as { path: string }[]).map((i) => i.path),
+    ["batch[0].messageId"],
+  );
   const scalar = await stack.post("/v1/batch", "42");
   assert.is(scalar.status, 400);
   await stack.marker();
@@ -47,7 +50,8 @@ hostile("invalid JSON, wrong types, missing ids: 400 naming the problem, nothing
 });
 
 hostile("deep nesting: a clear 400 at the depth limit, also past what JSON.parse survives", async () => {
-  const deep = (n: number) => `{"event":"E","userId":"u","messageId":"${randomUUID()}","properties":{"p":${"[".repeat(n)}${"]".repeat(n)}}}`;
+  const deep = (n: number) =>
+    `{"event":"E","userId":"u","messageId":"${randomUUID()}","properties":{"p":${"[".repeat(n)}${"]".repeat(n)}}}`;
   assert.is((await stack.post("/v1/track", deep(60))).status, 200, "62 levels in all is within the limit of 64");
   for (const n of [100, 200_000]) {
     const answer = await stack.post("/v1/track", deep(n));
@@ -58,10 +62,17 @@ hostile("deep nesting: a clear 400 at the depth limit, also past what JSON.parse
 });
 
 hostile("huge arrays: over the message count (400) or the body size (413)", async () => {
-  const many = await stack.post("/v1/batch", { batch: Array.from({ length: 3000 }, () => ({ type: "track", event: "E", userId: "u", messageId: "m" })) });
+  const many = await stack.post("/v1/batch", {
+    batch: Array.from({ length: 3000 }, () => ({ type: "track", event: "E", userId: "u", messageId: "m" })),
+  });
   assert.is(many.status, 400);
   assert.is(many.json!.error, "too_many_messages");
-  const big = await stack.post("/v1/track", { event: "E", userId: "u", messageId: randomUUID(), properties: { list: Array.from({ length: 200_000 }, (_, i) => i) } });
+  const big = await stack.post("/v1/track", {
+    event: "E",
+    userId: "u",
+    messageId: randomUUID(),
+    properties: { list: Array.from({ length: 200_000 }, (_, i) => i) },
+  });
   assert.is(big.status, 413);
 });
 
@@ -81,7 +92,11 @@ hostile("__proto__ and constructor keys are stored as plain data", async () => {
 
 hostile("invalid UTF-8 is read as U+FFFD (WHATWG decoding) and stored, never crashing", async () => {
   const messageId = randomUUID();
-  const raw = Buffer.concat([Buffer.from(`{"event":"Bad `), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(`","userId":"u","messageId":"${messageId}"}`)]);
+  const raw = Buffer.concat([
+    Buffer.from(`{"event":"Bad `),
+    Buffer.from([0xff, 0xfe, 0xc3]),
+    Buffer.from(`","userId":"u","messageId":"${messageId}"}`),
+  ]);
   const answer = await stack.post("/v1/track", new Uint8Array(raw));
   assert.is(answer.status, 200, answer.text);
   const [row] = await stack.rowsLanded<{ event: string }>([messageId]);
@@ -96,7 +111,9 @@ hostile("a gzip bomb (a few hundred KB expanding to 200 MB) -> 413, memory growt
   const answer = await stack.post("/v1/batch", new Uint8Array(bomb), { authorization: basic("test-key"), "content-encoding": "gzip" });
   const after = memory(pid);
   const growth = after.peak - before.rss;
-  console.log(`\n  gzip bomb: ${Math.round(bomb.length / 1024)} KB gzip of 200 MB; ingest RSS ${before.rss.toFixed(1)} MB before, peak ${after.peak.toFixed(1)} MB after (growth ${growth.toFixed(1)} MB)`);
+  console.log(
+    `\n  gzip bomb: ${Math.round(bomb.length / 1024)} KB gzip of 200 MB; ingest RSS ${before.rss.toFixed(1)} MB before, peak ${after.peak.toFixed(1)} MB after (growth ${growth.toFixed(1)} MB)`,
+  );
   assert.is(answer.status, 413);
   assert.is(answer.json!.error, "payload_too_large");
   assert.ok(growth < 50, `peak memory grew ${growth.toFixed(1)} MB`);
@@ -118,7 +135,10 @@ hostile("slow clients trickling headers or body are cut off while other clients'
   };
   for (let i = 0; i < 20; i++) trickle("POST /v1/track HTTP/1.1\r\nHost: x\r\n", "X-Slow: yyyyyyyyyyyyyyyyyyyyyyyyyy\r\n");
   for (let i = 0; i < 20; i++) {
-    trickle(`POST /v1/track HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: ${basic("test-key")}\r\nContent-Length: 100000\r\n\r\n`, '{"a":1}');
+    trickle(
+      `POST /v1/track HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: ${basic("test-key")}\r\nContent-Length: 100000\r\n\r\n`,
+      '{"a":1}',
+    );
   }
   const latencies: number[] = [];
   for (let i = 0; i < 40; i++) {
@@ -128,12 +148,19 @@ hostile("slow clients trickling headers or body are cut off while other clients'
     assert.is(answer.status, 200);
     await new Promise((r) => setTimeout(r, 50));
   }
-  const closed = await Promise.all(opened.map((o) => Promise.race([o.closedAfterMs, new Promise<number>((r) => setTimeout(() => r(-1), 15_000))])));
+  const closed = await Promise.all(
+    opened.map((o) => Promise.race([o.closedAfterMs, new Promise<number>((r) => setTimeout(() => r(-1), 15_000))])),
+  );
   opened.forEach((o) => o.socket.destroy());
   latencies.sort((a, b) => a - b);
   const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
-  console.log(`\n  slow clients: 40 cut off after ${Math.min(...closed)}-${Math.max(...closed)} ms; 40 normal requests meanwhile, p99 ${p99.toFixed(0)} ms`);
-  assert.ok(closed.every((ms) => ms > 0 && ms <= 7_000), `every slow socket was closed by the server: ${closed.join(",")}`);
+  console.log(
+    `\n  slow clients: 40 cut off after ${Math.min(...closed)}-${Math.max(...closed)} ms; 40 normal requests meanwhile, p99 ${p99.toFixed(0)} ms`,
+  );
+  assert.ok(
+    closed.every((ms) => ms > 0 && ms <= 7_000),
+    `every slow socket was closed by the server: ${closed.join(",")}`,
+  );
   assert.ok(p99 < 1_000, `other clients' p99 ${p99.toFixed(0)} ms`);
 });
 
@@ -153,7 +180,15 @@ hostile("request bodies held past INGEST_MAX_INFLIGHT_BYTES -> 503 overloaded + 
     stalled.on("error", () => {});
     stalled.write('{"batch": [');
     await new Promise((r) => setTimeout(r, 300));
-    const body = { batch: Array.from({ length: 10 }, () => ({ type: "track", event: "Budget", userId: "u", messageId: randomUUID(), properties: { pad: "p".repeat(25_000) } })) };
+    const body = {
+      batch: Array.from({ length: 10 }, () => ({
+        type: "track",
+        event: "Budget",
+        userId: "u",
+        messageId: randomUUID(),
+        properties: { pad: "p".repeat(25_000) },
+      })),
+    };
     const refused = await budget.post("/v1/batch", body);
     assert.is(refused.status, 503, "400,000 held + 250,000 more is over 600,000");
     assert.is(refused.json!.error, "overloaded");
@@ -171,7 +206,9 @@ hostile("rate limit per writeKey: 429 with Retry-After to the key over its limit
   const limited = new LiveStack({ RATE_LIMIT_PER_SECOND: "100", RATE_LIMIT_BURST: "200", MAX_BATCH_MESSAGES: "200" });
   await limited.start();
   try {
-    const batch = (n: number) => ({ batch: Array.from({ length: n }, () => ({ type: "track", event: "Rate", userId: "u-rate", messageId: randomUUID() })) });
+    const batch = (n: number) => ({
+      batch: Array.from({ length: n }, () => ({ type: "track", event: "Rate", userId: "u-rate", messageId: randomUUID() })),
+    });
     const noisy = { authorization: basic("test-key") };
     const quiet = { authorization: basic("other-key") };
     assert.is((await limited.post("/v1/batch", batch(100), noisy)).status, 200);

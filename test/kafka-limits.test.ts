@@ -16,7 +16,10 @@ pure("chunks keep order and stay under the limit minus the batch slack; an overs
   const sizes = [300, 300, 300, 2_000, 100];
   const chunks = chunkByBytes(sizes, BATCH_SLACK_BYTES + 700, (n) => n);
   assert.equal(chunks, [[300, 300], [300], [2_000], [100]]);
-  assert.equal(chunkByBytes([], 5_000, (n: number) => n), []);
+  assert.equal(
+    chunkByBytes([], 5_000, (n: number) => n),
+    [],
+  );
 });
 
 pure("a record's bytes count key, value (UTF-8) and headers", () => {
@@ -50,7 +53,10 @@ live("the topic's max.message.bytes is read from the broker and the smaller limi
   const topic = `test-limits-${randomUUID().slice(0, 8)}`;
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries: [{ name: "max.message.bytes", value: "200000" }] }], waitForLeaders: true });
+    await admin.createTopics({
+      topics: [{ topic, numPartitions: 1, configEntries: [{ name: "max.message.bytes", value: "200000" }] }],
+      waitForLeaders: true,
+    });
     assert.is(await topicMaxMessageBytes(kafka, topic, 1_000_000), 200_000);
     assert.is(await topicMaxMessageBytes(kafka, topic, 150_000), 150_000);
   } finally {

@@ -24,10 +24,14 @@ test("prettier: every source file is formatted (npm run format fixes it)", () =>
 test("typescript-eslint: no lint error, and every disabled rule says why", () => {
   const { code, output } = run("eslint/bin/eslint.js", [".", "--max-warnings", "0"]);
   assert.is(code, 0, output);
-  const unexplained = spawnSync("grep", ["-rnE", "eslint-disable(-next-line)? [^ ]+$", "ingest", "sink", "schemas", "test", "deploy", "--include=*.ts"], {
-    cwd: root,
-    encoding: "utf8",
-  }).stdout;
+  const unexplained = spawnSync(
+    "grep",
+    ["-rnE", "eslint-disable(-next-line)? [^ ]+$", "ingest", "sink", "schemas", "test", "deploy", "--include=*.ts"],
+    {
+      cwd: root,
+      encoding: "utf8",
+    },
+  ).stdout;
   assert.is(unexplained, "", `disabled without a reason after --:\n${unexplained}`);
 });
 

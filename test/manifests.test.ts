@@ -32,7 +32,14 @@ const BASE = join(K8S, "base");
 const PRODUCTION = join(K8S, "overlays", "production");
 const IMAGE = "ghcr.io/example/segment-ingest";
 /** Kinds that live outside namespaces (of those a kustomization here may hold). */
-const CLUSTER_SCOPED = new Set(["Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass", "StorageClass"]);
+const CLUSTER_SCOPED = new Set([
+  "Namespace",
+  "ClusterRole",
+  "ClusterRoleBinding",
+  "CustomResourceDefinition",
+  "PriorityClass",
+  "StorageClass",
+]);
 
 function findRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
@@ -43,8 +50,7 @@ function findRoot(from: string): string {
 
 const rel = (path: string) => relative(ROOT, path);
 const clone = <T>(value: T): T => structuredClone(value);
-const isObject = (value: unknown): value is Record<string, Json> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, Json> => typeof value === "object" && value !== null && !Array.isArray(value);
 const id = (m: Manifest) => `${m.kind}/${m.metadata?.name}`;
 
 // ---------------------------------------------------------------------------------------------
@@ -378,7 +384,8 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
         if (sc.readOnlyRootFilesystem !== true) out.push(`${where}: readOnlyRootFilesystem is not true`);
         if (sc.allowPrivilegeEscalation !== false) out.push(`${where}: allowPrivilegeEscalation is not false`);
         if (!(sc.capabilities?.drop ?? []).includes("ALL")) out.push(`${where}: capabilities do not drop ALL`);
-        if ((sc.seccompProfile ?? pod.seccompProfile)?.type !== "RuntimeDefault") out.push(`${where}: seccompProfile is not RuntimeDefault`);
+        if ((sc.seccompProfile ?? pod.seccompProfile)?.type !== "RuntimeDefault")
+          out.push(`${where}: seccompProfile is not RuntimeDefault`);
         if (!c.resources?.limits?.memory || !c.resources?.requests?.cpu) out.push(`${where}: needs a memory limit and a cpu request`);
         if (!splitImage(c.image ?? "").tag && !splitImage(c.image ?? "").digest) out.push(`${where}: image ${c.image} has no tag`);
         if (splitImage(c.image ?? "").tag === "latest") out.push(`${where}: image tag latest`);
@@ -440,19 +447,25 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
   else {
     const partitions = Number(data.KAFKA_TOPIC_PARTITIONS ?? 3);
     const replicas = sink.spec.replicas ?? 1;
-    if (replicas > partitions) out.push(`Deployment/segment-ingest-sink: ${replicas} replicas exceed KAFKA_TOPIC_PARTITIONS (${partitions})`);
+    if (replicas > partitions)
+      out.push(`Deployment/segment-ingest-sink: ${replicas} replicas exceed KAFKA_TOPIC_PARTITIONS (${partitions})`);
     const surge = sink.spec.strategy?.rollingUpdate?.maxSurge;
-    if (surge !== undefined && surge !== 0 && replicas >= partitions) out.push("Deployment/segment-ingest-sink: a surge would exceed the partitions");
+    if (surge !== undefined && surge !== 0 && replicas >= partitions)
+      out.push("Deployment/segment-ingest-sink: a surge would exceed the partitions");
     const spec = sink.spec.template.spec;
     const grace = spec.terminationGracePeriodSeconds ?? 30;
     const needed = seconds(data.SINK_STOP_TIMEOUT_MS, 20_000) + seconds(data.SINK_BATCH_WAIT_MS, 1_000);
-    if (!(grace > needed)) out.push(`Deployment/segment-ingest-sink: terminationGracePeriodSeconds ${grace} must exceed SINK_STOP_TIMEOUT_MS + SINK_BATCH_WAIT_MS (${needed} s)`);
+    if (!(grace > needed))
+      out.push(
+        `Deployment/segment-ingest-sink: terminationGracePeriodSeconds ${grace} must exceed SINK_STOP_TIMEOUT_MS + SINK_BATCH_WAIT_MS (${needed} s)`,
+      );
     const c = spec.containers.find((x: Json) => x.name === "sink");
     if (!c || c.args?.[0] !== "sink") out.push("Deployment/segment-ingest-sink: container sink with args [sink] required");
     else {
       if (probePath(c.readinessProbe) !== "/readyz") out.push("Deployment/segment-ingest-sink: readinessProbe must GET /readyz");
       if (probePath(c.livenessProbe) !== "/healthz") out.push("Deployment/segment-ingest-sink: livenessProbe must GET /healthz");
-      if (!(c.ports ?? []).some((p: Json) => p.containerPort === Number(data.SINK_HTTP_PORT ?? 3001))) out.push("Deployment/segment-ingest-sink: port must be SINK_HTTP_PORT");
+      if (!(c.ports ?? []).some((p: Json) => p.containerPort === Number(data.SINK_HTTP_PORT ?? 3001)))
+        out.push("Deployment/segment-ingest-sink: port must be SINK_HTTP_PORT");
     }
     if (resources.some((r) => r.kind === "HorizontalPodAutoscaler" && r.spec?.scaleTargetRef?.name === "segment-ingest-sink")) {
       out.push("Deployment/segment-ingest-sink must not be autoscaled past the partitions");
@@ -461,19 +474,26 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
 
   const job = resources.find((r) => r.kind === "Job");
   if (!job || job.spec.template.spec.containers[0]?.args?.[0] !== "migrate") out.push("a Job running migrate is required");
-  else if (!["OnFailure", "Never"].includes(job.spec.template.spec.restartPolicy)) out.push(`${id(job)}: restartPolicy must be OnFailure or Never`);
+  else if (!["OnFailure", "Never"].includes(job.spec.template.spec.restartPolicy))
+    out.push(`${id(job)}: restartPolicy must be OnFailure or Never`);
 
   // Selectors of Services, PDBs and NetworkPolicies must select some pod template.
   const templates = resources.flatMap((r) => podTemplates(r).map((t) => t.metadata?.labels ?? {}));
   const selects = (selector: Record<string, string>) =>
     templates.some((labels) => Object.entries(selector).every(([k, v]) => labels[k] === v));
   for (const r of resources) {
-    const selector = r.kind === "Service" ? r.spec?.selector : ["PodDisruptionBudget", "NetworkPolicy"].includes(r.kind) ? r.spec?.podSelector?.matchLabels ?? r.spec?.selector?.matchLabels : undefined;
+    const selector =
+      r.kind === "Service"
+        ? r.spec?.selector
+        : ["PodDisruptionBudget", "NetworkPolicy"].includes(r.kind)
+          ? (r.spec?.podSelector?.matchLabels ?? r.spec?.selector?.matchLabels)
+          : undefined;
     if (selector && !selects(selector)) out.push(`${id(r)}: selector ${JSON.stringify(selector)} matches no pod`);
   }
   for (const r of resources.filter((x) => x.kind === "Deployment")) {
     const labels = r.spec.template.metadata?.labels ?? {};
-    if (!Object.entries(r.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v)) out.push(`${id(r)}: selector does not match its template`);
+    if (!Object.entries(r.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v))
+      out.push(`${id(r)}: selector does not match its template`);
   }
   return out;
 }
@@ -497,7 +517,10 @@ function composeRuleViolations(compose: Json): string[] {
   const out: string[] = [];
   const services: Record<string, Json> = compose.services ?? {};
   const condition = (from: string, to: string) => services[from]?.depends_on?.[to]?.condition;
-  for (const [name, image] of [["kafka", "apache/kafka:3.9.1"], ["clickhouse", "clickhouse/clickhouse-server:24.8"]]) {
+  for (const [name, image] of [
+    ["kafka", "apache/kafka:3.9.1"],
+    ["clickhouse", "clickhouse/clickhouse-server:24.8"],
+  ]) {
     if (services[name]?.image !== image) out.push(`${name}: image must be ${image}`);
     if (!services[name]?.healthcheck?.test) out.push(`${name}: needs a healthcheck`);
     if (condition("migrate", name) !== "service_healthy") out.push(`migrate must wait for ${name} to be healthy`);
@@ -512,10 +535,13 @@ function composeRuleViolations(compose: Json): string[] {
       out.push(`service ${name} is missing`);
       continue;
     }
-    const build = typeof s.build === "string" ? { context: s.build } : s.build ?? {};
+    const build = typeof s.build === "string" ? { context: s.build } : (s.build ?? {});
     const context = resolve(ROOT, "deploy", build.context ?? ".");
     if (context !== ROOT) out.push(`${name}: build context must be the repository root`);
-    if (!existsSync(resolve(context, build.dockerfile ?? "Dockerfile")) || resolve(context, build.dockerfile ?? "") !== join(ROOT, "deploy", "Dockerfile")) {
+    if (
+      !existsSync(resolve(context, build.dockerfile ?? "Dockerfile")) ||
+      resolve(context, build.dockerfile ?? "") !== join(ROOT, "deploy", "Dockerfile")
+    ) {
       out.push(`${name}: dockerfile must be deploy/Dockerfile`);
     }
     const command = Array.isArray(s.command) ? s.command[0] : String(s.command ?? "").split(" ")[0];
@@ -524,7 +550,8 @@ function composeRuleViolations(compose: Json): string[] {
   }
   if (!String(services.ingest?.ports ?? "").includes("3000:3000")) out.push("ingest must publish 3000:3000");
   if (!String(services.clickhouse?.ports ?? "").includes("8123")) out.push("clickhouse must publish 8123");
-  if (!/PLAINTEXT:\/\/kafka:9092/.test(services.kafka?.environment?.KAFKA_ADVERTISED_LISTENERS ?? "")) out.push("kafka must advertise kafka:9092");
+  if (!/PLAINTEXT:\/\/kafka:9092/.test(services.kafka?.environment?.KAFKA_ADVERTISED_LISTENERS ?? ""))
+    out.push("kafka must advertise kafka:9092");
   return out;
 }
 
@@ -533,7 +560,11 @@ function composeRuleViolations(compose: Json): string[] {
 
 function dockerfileViolations(text: string, ignore: string): string[] {
   const out: string[] = [];
-  const lines = text.replace(/\\\n/g, " ").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const lines = text
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   const args = new Map<string, string>();
   for (const l of lines) {
     const m = /^ARG\s+(\w+)=(\S+)/.exec(l);
@@ -563,7 +594,12 @@ function dockerfileViolations(text: string, ignore: string): string[] {
   if (uid !== "10001") out.push(`the runtime stage must run as uid 10001 (the manifests' runAsUser), not ${uid ?? "root"}`);
   if (!runtime.includes('ENTRYPOINT ["node", "dist/deploy/cli.js"]')) out.push('ENTRYPOINT must be ["node", "dist/deploy/cli.js"]');
   if (!runtime.includes('CMD ["ingest"]')) out.push('CMD must be ["ingest"]');
-  const ignored = new Set(ignore.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#")));
+  const ignored = new Set(
+    ignore
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("#")),
+  );
   for (const path of ["node_modules", "dist", ".stack", ".git"]) if (!ignored.has(path)) out.push(`.dockerignore must exclude ${path}`);
   for (const l of build.filter((x) => /^COPY\s/.test(x) && !x.includes("--from"))) {
     const sources = l.split(/\s+/).slice(1, -1);
@@ -604,11 +640,23 @@ test("the schema check refuses broken manifests", () => {
   const [deployment] = readDocuments(join(BASE, "ingest-deployment.yaml"));
   assert.equal(schemaProblems(deployment), [], "the original is valid");
   const broken: Array<[string, (d: Manifest) => void, RegExp]> = [
-    ["containerPort as a string", (d) => (d.spec.template.spec.containers[0].ports[0].containerPort = "3000"), /containerPort: must be integer/],
-    ["a misspelt field", (d) => (d.spec.template.spec.containers[0].readinesProbe = d.spec.template.spec.containers[0].readinessProbe), /readinesProbe: unknown field/],
+    [
+      "containerPort as a string",
+      (d) => (d.spec.template.spec.containers[0].ports[0].containerPort = "3000"),
+      /containerPort: must be integer/,
+    ],
+    [
+      "a misspelt field",
+      (d) => (d.spec.template.spec.containers[0].readinesProbe = d.spec.template.spec.containers[0].readinessProbe),
+      /readinesProbe: unknown field/,
+    ],
     ["no selector", (d) => delete d.spec.selector, /must have required property '?selector'?/],
     ["replicas as a string", (d) => (d.spec.replicas = "2"), /replicas: must be integer/],
-    ["a bad quantity", (d) => (d.spec.template.spec.containers[0].resources.limits.memory = "512 MB"), /memory: must match format "quantity"/],
+    [
+      "a bad quantity",
+      (d) => (d.spec.template.spec.containers[0].resources.limits.memory = "512 MB"),
+      /memory: must match format "quantity"/,
+    ],
     ["an unknown kind", (d) => (d.kind = "Deploymnet"), /unknown apiVersion\/kind/],
   ];
   for (const [what, mutate, expected] of broken) {
@@ -616,7 +664,10 @@ test("the schema check refuses broken manifests", () => {
     mutate(copy);
     const problems = schemaProblems(copy);
     show(`refused as expected (${what}): ${problems.join("; ")}`);
-    assert.ok(problems.some((p) => expected.test(p)), `${what}: ${JSON.stringify(problems)}`);
+    assert.ok(
+      problems.some((p) => expected.test(p)),
+      `${what}: ${JSON.stringify(problems)}`,
+    );
   }
   // A patch may leave out required fields, but not misspell them.
   assert.equal(schemaProblems({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "x" }, spec: { replicas: 3 } }, true), []);
@@ -640,7 +691,10 @@ test("kustomizations: every path exists and every patch targets a resource", () 
   // A patch of a resource the base lacks, and a missing resource file, are refused.
   const overlay = readKustomization(PRODUCTION);
   const orphan = { ...overlay, patches: [{ path: "orphan.yaml" }] };
-  assert.throws(() => buildWith(PRODUCTION, orphan, { "orphan.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nope\n" }), /Deployment\/nope, which the resources/);
+  assert.throws(
+    () => buildWith(PRODUCTION, orphan, { "orphan.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nope\n" }),
+    /Deployment\/nope, which the resources/,
+  );
   assert.throws(() => buildWith(PRODUCTION, { ...overlay, resources: ["../../bse"] }, {}), /does not exist/);
   show("refused as expected: a patch of Deployment/nope, a resource ../../bse");
 });
@@ -657,11 +711,20 @@ test("the production overlay builds, and what it builds validates", () => {
   assert.equal(failures, []);
   const get = (kind: string, name: string) => built.find((r) => r.kind === kind && r.metadata.name === name)!;
   for (const r of built) if (r.kind !== "Namespace") assert.is(r.metadata.namespace, "segment-ingest", id(r));
-  for (const r of built) for (const spec of podSpecs(r)) for (const c of containersOf(spec)) assert.is(c.image, "registry.example.com/segment-ingest:0.1.0", id(r));
-  assert.not.ok(built.some((r) => r.kind === "Secret"), "production creates its Secrets out of band");
+  for (const r of built)
+    for (const spec of podSpecs(r))
+      for (const c of containersOf(spec)) assert.is(c.image, "registry.example.com/segment-ingest:0.1.0", id(r));
+  assert.not.ok(
+    built.some((r) => r.kind === "Secret"),
+    "production creates its Secrets out of band",
+  );
   assert.is(get("Deployment", "segment-ingest").spec.replicas, 3);
   assert.is(get("Deployment", "segment-ingest").spec.template.spec.containers[0].resources.limits.cpu, "2");
-  assert.is(get("Deployment", "segment-ingest").spec.template.spec.containers[0].readinessProbe.httpGet.path, "/readyz", "merged, not replaced");
+  assert.is(
+    get("Deployment", "segment-ingest").spec.template.spec.containers[0].readinessProbe.httpGet.path,
+    "/readyz",
+    "merged, not replaced",
+  );
   assert.is(get("HorizontalPodAutoscaler", "segment-ingest").spec.maxReplicas, 20);
   assert.is(get("HorizontalPodAutoscaler", "segment-ingest").spec.metrics[0].resource.target.averageUtilization, 70);
   const data = get("ConfigMap", "segment-ingest-config").data;
@@ -684,7 +747,9 @@ test("the in-process build equals kubectl kustomize (when kubectl is installed)"
       continue;
     }
     const docs = parseAllDocuments(run.stdout, { version: "1.1" });
-    const theirs = new Map((Array.isArray(docs) ? docs : [docs]).map((d) => d.toJS() as Manifest).map((m) => [`${id(m)}@${m.metadata.namespace ?? ""}`, m]));
+    const theirs = new Map(
+      (Array.isArray(docs) ? docs : [docs]).map((d) => d.toJS() as Manifest).map((m) => [`${id(m)}@${m.metadata.namespace ?? ""}`, m]),
+    );
     const ours = new Map(kustomize(dir).map((m) => [`${id(m)}@${m.metadata.namespace ?? ""}`, m]));
     assert.equal([...ours.keys()].sort(), [...theirs.keys()].sort(), `${rel(dir)}: the same objects`);
     for (const [key, m] of ours) assert.equal(m, theirs.get(key), `${rel(dir)}: ${key}`);
@@ -703,32 +768,99 @@ test("production rules hold in the base and in the production overlay", () => {
   const ingest = production.find((r) => r.metadata.name === "segment-ingest" && r.kind === "Deployment")!;
   const sink = production.find((r) => r.metadata.name === "segment-ingest-sink")!;
   const data = production.find((r) => r.kind === "ConfigMap")!.data;
-  show(`OK   ingest: readiness ${ingest.spec.template.spec.containers[0].readinessProbe.httpGet.path}, liveness ${ingest.spec.template.spec.containers[0].livenessProbe.httpGet.path}, grace ${ingest.spec.template.spec.terminationGracePeriodSeconds} s`);
-  show(`OK   sink: ${sink.spec.replicas} replicas <= ${data.KAFKA_TOPIC_PARTITIONS} partitions, grace ${sink.spec.template.spec.terminationGracePeriodSeconds} s > ${Number(data.SINK_STOP_TIMEOUT_MS) / 1000} + ${Number(data.SINK_BATCH_WAIT_MS) / 1000} s`);
+  show(
+    `OK   ingest: readiness ${ingest.spec.template.spec.containers[0].readinessProbe.httpGet.path}, liveness ${ingest.spec.template.spec.containers[0].livenessProbe.httpGet.path}, grace ${ingest.spec.template.spec.terminationGracePeriodSeconds} s`,
+  );
+  show(
+    `OK   sink: ${sink.spec.replicas} replicas <= ${data.KAFKA_TOPIC_PARTITIONS} partitions, grace ${sink.spec.template.spec.terminationGracePeriodSeconds} s > ${Number(data.SINK_STOP_TIMEOUT_MS) / 1000} + ${Number(data.SINK_BATCH_WAIT_MS) / 1000} s`,
+  );
   show(`OK   ConfigMap keys are README settings (${Object.keys(data).length} keys)`);
 
   // Broken copies: each must be reported.
   const broken: Array<[string, (rs: Manifest[]) => void, RegExp]> = [
-    ["root filesystem writable", (rs) => (deploymentOf(rs, "segment-ingest").spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem = false), /readOnlyRootFilesystem/],
-    ["runs as root", (rs) => { const spec = deploymentOf(rs, "segment-ingest-sink").spec.template.spec; spec.securityContext.runAsUser = 0; delete spec.containers[0].securityContext.runAsUser; }, /non-zero uid/],
-    ["no runAsNonRoot", (rs) => { const spec = deploymentOf(rs, "segment-ingest").spec.template.spec; delete spec.securityContext.runAsNonRoot; delete spec.containers[0].securityContext.runAsNonRoot; }, /runAsNonRoot/],
-    ["readiness on /healthz", (rs) => (deploymentOf(rs, "segment-ingest").spec.template.spec.containers[0].readinessProbe.httpGet.path = "/healthz"), /readinessProbe must GET \/readyz/],
-    ["no liveness probe", (rs) => delete deploymentOf(rs, "segment-ingest").spec.template.spec.containers[0].livenessProbe, /livenessProbe must GET \/healthz/],
+    [
+      "root filesystem writable",
+      (rs) => (deploymentOf(rs, "segment-ingest").spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem = false),
+      /readOnlyRootFilesystem/,
+    ],
+    [
+      "runs as root",
+      (rs) => {
+        const spec = deploymentOf(rs, "segment-ingest-sink").spec.template.spec;
+        spec.securityContext.runAsUser = 0;
+        delete spec.containers[0].securityContext.runAsUser;
+      },
+      /non-zero uid/,
+    ],
+    [
+      "no runAsNonRoot",
+      (rs) => {
+        const spec = deploymentOf(rs, "segment-ingest").spec.template.spec;
+        delete spec.securityContext.runAsNonRoot;
+        delete spec.containers[0].securityContext.runAsNonRoot;
+      },
+      /runAsNonRoot/,
+    ],
+    [
+      "readiness on /healthz",
+      (rs) => (deploymentOf(rs, "segment-ingest").spec.template.spec.containers[0].readinessProbe.httpGet.path = "/healthz"),
+      /readinessProbe must GET \/readyz/,
+    ],
+    [
+      "no liveness probe",
+      (rs) => delete deploymentOf(rs, "segment-ingest").spec.template.spec.containers[0].livenessProbe,
+      /livenessProbe must GET \/healthz/,
+    ],
     ["more sinks than partitions", (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.replicas = 4), /exceed KAFKA_TOPIC_PARTITIONS/],
-    ["short ingest grace period", (rs) => (deploymentOf(rs, "segment-ingest").spec.template.spec.terminationGracePeriodSeconds = 30), /must exceed preStop \+ INGEST_DRAIN_DELAY_MS/],
-    ["short sink grace period", (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.template.spec.terminationGracePeriodSeconds = 21), /must exceed SINK_STOP_TIMEOUT_MS/],
-    ["headers timeout below keep-alive", (rs) => (rs.find((r) => r.kind === "ConfigMap")!.data.INGEST_KEEPALIVE_TIMEOUT_MS = "65000"), /INGEST_HEADERS_TIMEOUT_MS must exceed/],
-    ["undocumented setting", (rs) => (rs.find((r) => r.kind === "ConfigMap")!.data.KAFKA_BROKER = "x:9092"), /KAFKA_BROKER is not a setting documented/],
-    ["unknown command", (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.template.spec.containers[0].args = ["consume"]), /not a command of deploy\/cli.ts/],
-    ["missing Secret", (rs) => rs.splice(rs.findIndex((r) => r.kind === "Secret" && r.metadata.name === "segment-ingest-clickhouse"), 1), /Secret\/segment-ingest-clickhouse does not exist/],
-    ["selector matches nothing", (rs) => (rs.find((r) => r.kind === "PodDisruptionBudget")!.spec.selector.matchLabels["app.kubernetes.io/component"] = "ingester"), /matches no pod/],
+    [
+      "short ingest grace period",
+      (rs) => (deploymentOf(rs, "segment-ingest").spec.template.spec.terminationGracePeriodSeconds = 30),
+      /must exceed preStop \+ INGEST_DRAIN_DELAY_MS/,
+    ],
+    [
+      "short sink grace period",
+      (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.template.spec.terminationGracePeriodSeconds = 21),
+      /must exceed SINK_STOP_TIMEOUT_MS/,
+    ],
+    [
+      "headers timeout below keep-alive",
+      (rs) => (rs.find((r) => r.kind === "ConfigMap")!.data.INGEST_KEEPALIVE_TIMEOUT_MS = "65000"),
+      /INGEST_HEADERS_TIMEOUT_MS must exceed/,
+    ],
+    [
+      "undocumented setting",
+      (rs) => (rs.find((r) => r.kind === "ConfigMap")!.data.KAFKA_BROKER = "x:9092"),
+      /KAFKA_BROKER is not a setting documented/,
+    ],
+    [
+      "unknown command",
+      (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.template.spec.containers[0].args = ["consume"]),
+      /not a command of deploy\/cli.ts/,
+    ],
+    [
+      "missing Secret",
+      (rs) =>
+        rs.splice(
+          rs.findIndex((r) => r.kind === "Secret" && r.metadata.name === "segment-ingest-clickhouse"),
+          1,
+        ),
+      /Secret\/segment-ingest-clickhouse does not exist/,
+    ],
+    [
+      "selector matches nothing",
+      (rs) => (rs.find((r) => r.kind === "PodDisruptionBudget")!.spec.selector.matchLabels["app.kubernetes.io/component"] = "ingester"),
+      /matches no pod/,
+    ],
   ];
   for (const [what, mutate, expected] of broken) {
     const copy = clone(base);
     mutate(copy);
     const violations = ruleViolations(copy);
     show(`refused as expected (${what}): ${violations.join("; ")}`);
-    assert.ok(violations.some((v) => expected.test(v)), `${what}: ${JSON.stringify(violations)}`);
+    assert.ok(
+      violations.some((v) => expected.test(v)),
+      `${what}: ${JSON.stringify(violations)}`,
+    );
   }
 });
 
@@ -739,22 +871,36 @@ test("deploy/compose.yaml validates against the Compose Specification and starts
   console.log("\nCompose (compose-spec schema, start order):");
   for (const [name, s] of Object.entries(compose.services as Record<string, Json>)) {
     const after = Object.entries(s.depends_on ?? {}).map(([dep, d]) => `${dep} ${(d as Json).condition}`);
-    show(`${problems.length === 0 ? "OK  " : "FAIL"} service ${name} (${s.image}${s.build ? ", built from deploy/Dockerfile" : ""})${after.length ? ` after ${after.join(", ")}` : ""}`);
+    show(
+      `${problems.length === 0 ? "OK  " : "FAIL"} service ${name} (${s.image}${s.build ? ", built from deploy/Dockerfile" : ""})${after.length ? ` after ${after.join(", ")}` : ""}`,
+    );
   }
   assert.equal(problems, []);
   assert.equal(composeRuleViolations(compose), []);
   // Nothing published beyond this machine, and no usable password shipped in the file.
   for (const [name, s] of Object.entries(compose.services as Record<string, Json>)) {
-    for (const port of (s.ports ?? []) as string[]) assert.ok(String(port).startsWith("127.0.0.1:"), `${name} publishes ${port} beyond 127.0.0.1`);
+    for (const port of (s.ports ?? []) as string[])
+      assert.ok(String(port).startsWith("127.0.0.1:"), `${name} publishes ${port} beyond 127.0.0.1`);
   }
   const passwords = [compose["x-app-environment"]?.CLICKHOUSE_PASSWORD, compose.services.clickhouse.environment.CLICKHOUSE_PASSWORD];
-  for (const password of passwords) assert.match(String(password), /^\$\{CLICKHOUSE_PASSWORD:\?/, "the password must come from the environment");
+  for (const password of passwords)
+    assert.match(String(password), /^\$\{CLICKHOUSE_PASSWORD:\?/, "the password must come from the environment");
 
   const broken: Array<[string, (c: Json) => void, (c: Json) => string[], RegExp]> = [
-    ["an unknown condition", (c) => (c.services.ingest.depends_on.migrate.condition = "service_done"), composeProblems, /must be equal to one of the allowed values/],
+    [
+      "an unknown condition",
+      (c) => (c.services.ingest.depends_on.migrate.condition = "service_done"),
+      composeProblems,
+      /must be equal to one of the allowed values/,
+    ],
     ["a misspelt key", (c) => (c.services.kafka.healthcheck.intervall = "10s"), composeProblems, /must NOT have additional properties/],
     ["ports as a map", (c) => (c.services.ingest.ports = { "3000": 3000 }), composeProblems, /must be array/],
-    ["ingest before migrate", (c) => (c.services.ingest.depends_on.migrate.condition = "service_started"), composeRuleViolations, /ingest must wait for migrate/],
+    [
+      "ingest before migrate",
+      (c) => (c.services.ingest.depends_on.migrate.condition = "service_started"),
+      composeRuleViolations,
+      /ingest must wait for migrate/,
+    ],
     ["no kafka healthcheck", (c) => delete c.services.kafka.healthcheck, composeRuleViolations, /kafka: needs a healthcheck/],
     ["wrong build context", (c) => (c.services.sink.build.context = "."), composeRuleViolations, /build context/],
   ];
@@ -763,7 +909,10 @@ test("deploy/compose.yaml validates against the Compose Specification and starts
     mutate(copy);
     const found = check(copy);
     show(`refused as expected (${what}): ${found.slice(0, 3).join("; ")}`);
-    assert.ok(found.some((p) => expected.test(p)), `${what}: ${JSON.stringify(found)}`);
+    assert.ok(
+      found.some((p) => expected.test(p)),
+      `${what}: ${JSON.stringify(found)}`,
+    );
   }
 });
 
@@ -782,7 +931,10 @@ test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI
   for (const [what, text, ign, expected] of cases) {
     const violations = dockerfileViolations(text, ign);
     show(`refused as expected (${what}): ${violations.join("; ")}`);
-    assert.ok(violations.some((v) => expected.test(v)), `${what}: ${JSON.stringify(violations)}`);
+    assert.ok(
+      violations.some((v) => expected.test(v)),
+      `${what}: ${JSON.stringify(violations)}`,
+    );
   }
 });
 

@@ -81,8 +81,18 @@ pure("our views as 18.16 and current store them are ours; anything else with our
     view("pages", "CREATE VIEW an.pages AS SELECT * FROM an.events WHERE type = 'page'"), // no FINAL
     view("screens", "CREATE VIEW an.screens AS SELECT * FROM other.events FINAL"), // another database
     view("groups", "CREATE VIEW an.groups AS SELECT 'FROM an.events FINAL' AS x FROM an.mine"), // only in a literal
-    { name: "identifies", engine: "MergeTree", create_table_query: "CREATE TABLE an.identifies (a UInt8) ENGINE = MergeTree ORDER BY a", sorting_key: "a" },
-    { name: "aliases", engine: "MaterializedView", create_table_query: "CREATE MATERIALIZED VIEW an.aliases ENGINE = Log AS SELECT * FROM an.events FINAL", sorting_key: "" },
+    {
+      name: "identifies",
+      engine: "MergeTree",
+      create_table_query: "CREATE TABLE an.identifies (a UInt8) ENGINE = MergeTree ORDER BY a",
+      sorting_key: "a",
+    },
+    {
+      name: "aliases",
+      engine: "MaterializedView",
+      create_table_query: "CREATE MATERIALIZED VIEW an.aliases ENGINE = Log AS SELECT * FROM an.events FINAL",
+      sorting_key: "",
+    },
     { name: REJECTED_TABLE, engine: "ReplacingMergeTree", create_table_query: "", sorting_key: "workspace_id, rejection_id" },
     { name: "unrelated", engine: "Log", create_table_query: "", sorting_key: "" },
   ];
@@ -101,10 +111,19 @@ pure("our views as 18.16 and current store them are ours; anything else with our
 });
 
 pure("rejected_messages is ours only as a ReplacingMergeTree ordered by (workspace_id, rejection_id)", () => {
-  const rejected = (engine: string, sorting_key: string): TableRow => ({ name: REJECTED_TABLE, engine, create_table_query: "", sorting_key });
+  const rejected = (engine: string, sorting_key: string): TableRow => ({
+    name: REJECTED_TABLE,
+    engine,
+    create_table_query: "",
+    sorting_key,
+  });
   assert.equal(classifyExisting([rejected("ReplacingMergeTree", "(`workspace_id`, rejection_id)")], "d", "events").conflicts, []);
-  assert.equal(classifyExisting([rejected("MergeTree", "workspace_id, rejection_id")], "d", "events").conflicts, ["d.rejected_messages (MergeTree)"]);
-  assert.equal(classifyExisting([rejected("ReplacingMergeTree", "rejection_id")], "d", "events").conflicts, ["d.rejected_messages (ReplacingMergeTree)"]);
+  assert.equal(classifyExisting([rejected("MergeTree", "workspace_id, rejection_id")], "d", "events").conflicts, [
+    "d.rejected_messages (MergeTree)",
+  ]);
+  assert.equal(classifyExisting([rejected("ReplacingMergeTree", "rejection_id")], "d", "events").conflicts, [
+    "d.rejected_messages (ReplacingMergeTree)",
+  ]);
 });
 
 pure("readsFinal unquotes backquotes, doubled and backslash escapes", () => {
@@ -172,7 +191,10 @@ current("system.tables rows: our views and rejected_messages are ours; a user's 
   assert.equal(mine.conflicts, [], `chdb ${version}`);
   assert.equal([...mine.ours].sort(), [...reservedTableNames()].sort());
   assert.equal(classifyExisting(theirsRows, theirs, "events").conflicts, [`${theirs}.tracks (View)`, `${theirs}.users (MergeTree)`]);
-  assert.equal(columns.map((c) => [c.name, c.type]), REJECTED_COLUMNS.current);
+  assert.equal(
+    columns.map((c) => [c.name, c.type]),
+    REJECTED_COLUMNS.current,
+  );
   assert.equal(final, [{ received_at: "2026-11-23 10:00:02.500", reasons: ["batch[3].event: string (required)"] }]);
 });
 
@@ -263,7 +285,10 @@ live("(c) migrating twice works: our views are recognised from system.tables and
   await ch.command({ query: `CREATE VIEW ${db}.tracks AS SELECT message_id FROM ${db}.events FINAL` });
   await migrate(ch, cfg);
   const columns = await select<{ name: string }>(`SELECT name FROM system.columns WHERE database = '${db}' AND table = 'tracks'`);
-  assert.ok(columns.some((c) => c.name === "event"), "tracks has the current definition again");
+  assert.ok(
+    columns.some((c) => c.name === "event"),
+    "tracks has the current definition again",
+  );
   await migrate(ch, cfg);
 });
 
@@ -271,7 +296,10 @@ live("rejected_messages on 18.16: exactly its columns; a retried refusal is one 
   const db = fresh("r");
   await migrate(ch, { ...config, database: db });
   const columns = await select<{ name: string; type: string }>(COLUMNS_OF_REJECTED(db));
-  assert.equal(columns.map((c) => [c.name, c.type]), REJECTED_COLUMNS.legacy);
+  assert.equal(
+    columns.map((c) => [c.name, c.type]),
+    REJECTED_COLUMNS.legacy,
+  );
   const lines = retriedRejection((s) => `2026-11-23 10:00:0${s}`);
   await ch.command({ query: `INSERT INTO ${db}.${REJECTED_TABLE} FORMAT JSONEachRow\n${lines}` });
   assert.equal(await select(`SELECT count() AS n FROM ${db}.${REJECTED_TABLE}`), [{ n: "2" }], "both inserts stored");

@@ -21,14 +21,19 @@ ops.after(() => stack.stop());
 
 /** The value of one sample line of Prometheus text (0 when absent). */
 function sample(text: string, name: string, labels = ""): number {
-  const line = text.split("\n").find((l) => l.startsWith(labels ? `${name}{${labels}}` : `${name} `) || (labels === "" && l.startsWith(`${name}{`)));
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith(labels ? `${name}{${labels}}` : `${name} `) || (labels === "" && l.startsWith(`${name}{`)));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
 }
 
 /** The ingest's metrics port, from its "ingest listening" log line. */
 function ingestMetricsPort(): Promise<number> {
   return waitFor("the ingest's metrics port", async () => {
-    const line = stack.ingest!.output().split("\n").find((l) => l.includes('"msg":"ingest listening"'));
+    const line = stack
+      .ingest!.output()
+      .split("\n")
+      .find((l) => l.includes('"msg":"ingest listening"'));
     return line === undefined ? undefined : (JSON.parse(line) as { metricsPort: number }).metricsPort;
   });
 }
@@ -49,8 +54,14 @@ ops("metrics of ingest and sink appear and move after a batch; no ids or keys in
   const route = 'route="/v1/batch",status="200"';
   assert.is(sample(ingestAfter, "ingest_requests_total", route) - sample(ingestBefore, "ingest_requests_total", route), 1);
   const produced = `topic="${stack.env.KAFKA_TOPIC}"`;
-  assert.is(sample(ingestAfter, "ingest_records_produced_total", produced) - sample(ingestBefore, "ingest_records_produced_total", produced), 25);
-  assert.ok(sample(ingestAfter, "ingest_produce_duration_seconds_count", 'status="ok"') > sample(ingestBefore, "ingest_produce_duration_seconds_count", 'status="ok"'));
+  assert.is(
+    sample(ingestAfter, "ingest_records_produced_total", produced) - sample(ingestBefore, "ingest_records_produced_total", produced),
+    25,
+  );
+  assert.ok(
+    sample(ingestAfter, "ingest_produce_duration_seconds_count", 'status="ok"') >
+      sample(ingestBefore, "ingest_produce_duration_seconds_count", 'status="ok"'),
+  );
   assert.ok(sample(ingestAfter, "ingest_request_duration_seconds_count", 'route="/v1/batch"') >= 1);
   assert.ok(sample(sinkAfter, "sink_rows_inserted_total", produced) - sample(sinkBefore, "sink_rows_inserted_total", produced) >= 25);
   assert.ok(sinkAfter.includes("sink_batch_write_seconds_count"));
@@ -58,17 +69,31 @@ ops("metrics of ingest and sink appear and move after a batch; no ids or keys in
   assert.ok(sinkAfter.includes("sink_consumer_lag_records{"));
   assert.ok(sinkAfter.includes('sink_commits_total{status="ok"}'));
   for (const text of [ingestAfter, sinkAfter]) {
-    assert.not.ok(text.includes("ws-test") || text.includes("test-key") || text.includes("u-metrics"), "no workspace, key or user in metrics");
+    assert.not.ok(
+      text.includes("ws-test") || text.includes("test-key") || text.includes("u-metrics"),
+      "no workspace, key or user in metrics",
+    );
   }
-  const shown = ingestAfter.split("\n").filter((l) => /^ingest_(requests_total|records_produced_total|produce_duration_seconds_(count|sum))/.test(l));
-  const sinkShown = sinkAfter.split("\n").filter((l) => /^sink_(rows_inserted_total|batch_rows_(count|sum)|batch_write_seconds_(count|sum)|event_delay_seconds_(count|sum)|commits_total|consumer_lag_records)/.test(l));
+  const shown = ingestAfter
+    .split("\n")
+    .filter((l) => /^ingest_(requests_total|records_produced_total|produce_duration_seconds_(count|sum))/.test(l));
+  const sinkShown = sinkAfter
+    .split("\n")
+    .filter((l) =>
+      /^sink_(rows_inserted_total|batch_rows_(count|sum)|batch_write_seconds_(count|sum)|event_delay_seconds_(count|sum)|commits_total|consumer_lag_records)/.test(
+        l,
+      ),
+    );
   console.log(`\n  /metrics after a batch of 25:\n    ${[...shown, ...sinkShown].join("\n    ")}`);
 });
 
 ops("keys CLI round trip: create -> the key authenticates -> revoke -> 401, without a restart", async () => {
   const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", "ws-keys"]);
   assert.is((await create.exited).code, 0, create.output());
-  const key = create.output().split("\n").find((l) => l.startsWith("wk_"))!;
+  const key = create
+    .output()
+    .split("\n")
+    .find((l) => l.startsWith("wk_"))!;
   assert.ok(key, create.output());
   const post = () => stack.post("/v1/track", { event: "Keyed", userId: "u", messageId: randomUUID() }, { authorization: basic(key) });
   await waitFor("the new key to authenticate", async () => ((await post()).status === 200 ? true : undefined), 10_000);
@@ -81,7 +106,10 @@ ops("keys CLI round trip: create -> the key authenticates -> revoke -> 401, with
 ops("a keys file that disappears keeps the last good keys (and says so); its return is read again", async () => {
   const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", "ws-vanish"]);
   assert.is((await create.exited).code, 0, create.output());
-  const key = create.output().split("\n").find((l) => l.startsWith("wk_"))!;
+  const key = create
+    .output()
+    .split("\n")
+    .find((l) => l.startsWith("wk_"))!;
   const post = () => stack.post("/v1/track", { event: "Kept", userId: "u", messageId: randomUUID() }, { authorization: basic(key) });
   await waitFor("the new key to authenticate", async () => ((await post()).status === 200 ? true : undefined), 10_000);
   const saved = readFileSync(keysFile, "utf8");
@@ -89,12 +117,22 @@ ops("a keys file that disappears keeps the last good keys (and says so); its ret
   await waitFor("the ingest to notice", async () => (stack.ingest!.output().includes("keys file is gone") ? true : undefined), 10_000);
   assert.is((await post()).status, 200, "the key still authenticates while the file is gone");
   // A Secret remount puts the file back, without the key this time: now it is revoked.
-  writeFileSync(keysFile, saved.split("\n").filter((l) => !l.endsWith("=ws-vanish")).join("\n"));
+  writeFileSync(
+    keysFile,
+    saved
+      .split("\n")
+      .filter((l) => !l.endsWith("=ws-vanish"))
+      .join("\n"),
+  );
   await waitFor("the key to be refused once the file says so", async () => ((await post()).status === 401 ? true : undefined), 10_000);
 });
 
 ops("request ids: a client's X-Request-Id is echoed, others get a new one", async () => {
-  const given = await stack.post("/v1/track", { event: "E", userId: "u", messageId: randomUUID() }, { authorization: basic("test-key"), "x-request-id": "client-abc-123" });
+  const given = await stack.post(
+    "/v1/track",
+    { event: "E", userId: "u", messageId: randomUUID() },
+    { authorization: basic("test-key"), "x-request-id": "client-abc-123" },
+  );
   assert.is(given.headers.get("x-request-id"), "client-abc-123");
   const fresh = await stack.post("/v1/track", { event: "E", userId: "u", messageId: randomUUID() });
   assert.match(fresh.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);

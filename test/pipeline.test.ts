@@ -79,7 +79,9 @@ live("the same messageId posted twice, without timestamp, seconds apart -> one r
     return found.length === 1 && found[0]!.received_at > first!.received_at ? found : undefined;
   });
   assert.is(rows.length, 1);
-  const [{ n }] = (await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.table} FINAL WHERE message_id = '${id}'`)) as [{ n: string }];
+  const [{ n }] = (await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.table} FINAL WHERE message_id = '${id}'`)) as [
+    { n: string },
+  ];
   assert.is(Number(n), 1);
 });
 
@@ -105,8 +107,14 @@ live("a batch with bad items: the good ones land, each bad one is kept in reject
     return rows.length === 2 ? rows : undefined;
   });
   const byId = Object.fromEntries(rejected.map((r) => [r.message_id, r]));
-  assert.equal(byId[ids[1]!]!.reasons.map((r) => r.split(":")[0]), ["batch[1].event"]);
-  assert.equal(byId[ids[2]!]!.reasons.map((r) => r.split(":")[0]), ["batch[2].traits"]);
+  assert.equal(
+    byId[ids[1]!]!.reasons.map((r) => r.split(":")[0]),
+    ["batch[1].event"],
+  );
+  assert.equal(
+    byId[ids[2]!]!.reasons.map((r) => r.split(":")[0]),
+    ["batch[2].traits"],
+  );
   assert.equal(JSON.parse(byId[ids[2]!]!.raw), body.batch[2]);
   assert.is(byId[ids[1]!]!.type, "track");
   assert.is(byId[ids[1]!]!.workspace_id, "ws-test");
@@ -115,20 +123,29 @@ live("a batch with bad items: the good ones land, each bad one is kept in reject
 
 live("a batch with no valid item -> 400 naming each bad field; the items are still kept in rejected_messages", async () => {
   const ids = [randomUUID(), randomUUID()];
-  const body = { batch: [{ type: "track", userId: "u", messageId: ids[0] }, { type: "identify", messageId: ids[1], traits: 5, userId: "u" }] };
+  const body = {
+    batch: [
+      { type: "track", userId: "u", messageId: ids[0] },
+      { type: "identify", messageId: ids[1], traits: 5, userId: "u" },
+    ],
+  };
   const response = await stack.post("/v1/batch", body);
   assert.is(response.status, 400);
   assert.is(response.json!.error, "invalid_body");
   assert.equal((response.json!.issues as { path: string }[]).map((i) => i.path).sort(), ["batch[0].event", "batch[1].traits"]);
   const kept = await waitFor("both in rejected_messages", async () => {
-    const rows = await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[0]}', '${ids[1]}')`);
+    const rows = await stack.select<{ n: string }>(
+      `SELECT count() AS n FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[0]}', '${ids[1]}')`,
+    );
     return Number(rows[0]!.n) === 2 ? 2 : undefined;
   });
   assert.is(kept, 2);
   // The same items sent again are one row each (the rejection id is a hash of workspace and item).
   assert.is((await stack.post("/v1/batch", body)).status, 400);
   await stack.marker();
-  const [again] = await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[0]}', '${ids[1]}')`);
+  const [again] = await stack.select<{ n: string }>(
+    `SELECT count() AS n FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN ('${ids[0]}', '${ids[1]}')`,
+  );
   assert.is(Number(again!.n), 2);
 });
 
@@ -136,10 +153,15 @@ live("malformed JSON -> 400, wrong Content-Type -> 415, oversized body -> 413", 
   const bad = await stack.post("/api/public/apps/batch", '{"batch": [');
   assert.is(bad.status, 400);
   assert.is(bad.json!.error, "invalid_json");
-  const xml = await stack.post("/api/public/apps/batch", "<batch/>", { authorization: basic("test-key"), "content-type": "application/xml" });
+  const xml = await stack.post("/api/public/apps/batch", "<batch/>", {
+    authorization: basic("test-key"),
+    "content-type": "application/xml",
+  });
   assert.is(xml.status, 415);
   assert.is(xml.json!.error, "unsupported_media_type");
-  const huge = { batch: [{ type: "track", event: "Big", userId: "u", messageId: randomUUID(), properties: { blob: "x".repeat(600 * 1024) } }] };
+  const huge = {
+    batch: [{ type: "track", event: "Big", userId: "u", messageId: randomUUID(), properties: { blob: "x".repeat(600 * 1024) } }],
+  };
   const big = await stack.post("/api/public/apps/batch", huge);
   assert.is(big.status, 413);
   assert.is(big.json!.error, "payload_too_large");
@@ -147,7 +169,11 @@ live("malformed JSON -> 400, wrong Content-Type -> 415, oversized body -> 413", 
 
 live("a missing or unknown writeKey -> 401 and nothing stored", async () => {
   const ids = [randomUUID(), randomUUID()];
-  const missing = await stack.post("/api/public/apps/batch", { batch: [{ type: "track", event: "E", userId: "u", messageId: ids[0] }] }, {});
+  const missing = await stack.post(
+    "/api/public/apps/batch",
+    { batch: [{ type: "track", event: "E", userId: "u", messageId: ids[0] }] },
+    {},
+  );
   assert.is(missing.status, 401);
   assert.is(missing.json!.error, "unauthorized");
   const unknown = await stack.post("/api/public/apps/identify", { messageId: ids[1], userId: "u" }, { authorization: basic("nope") });
@@ -161,7 +187,9 @@ live("sink SIGKILLed after its insert but before its commit, restarted -> still 
   const before = await stack.groupLag();
   assert.is(before.committed, before.end, "the graceful stop committed everything");
   const crashing = stack.spawn("sink/main.js", { SINK_CRASH_AT: "after-insert" });
-  const body = { batch: Array.from({ length: 30 }, (_, i) => ({ type: "track", event: `Crash ${i}`, userId: "u-crash", messageId: randomUUID() })) };
+  const body = {
+    batch: Array.from({ length: 30 }, (_, i) => ({ type: "track", event: `Crash ${i}`, userId: "u-crash", messageId: randomUUID() })),
+  };
   const ids = body.batch.map((m) => m.messageId);
   assert.is((await stack.post("/api/public/apps/batch", body)).status, 200);
   const exit = await crashing.exited;

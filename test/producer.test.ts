@@ -3,8 +3,7 @@ import * as assert from "uvu/assert";
 import { Accumulator, ProduceTimeoutError } from "../ingest/producer";
 import type { EventRecord } from "../schemas/envelope";
 
-const records = (prefix: string, n: number): EventRecord[] =>
-  Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, value: "{}" }));
+const records = (prefix: string, n: number): EventRecord[] => Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, value: "{}" }));
 
 test("records of concurrent requests go out in one send after the linger", async () => {
   const sends: string[][] = [];
@@ -27,13 +26,23 @@ test("a failed send rejects every request in it", async () => {
     timeoutMs: 1000,
   });
   const results = await Promise.allSettled([acc.produce(records("a", 1)), acc.produce(records("b", 1))]);
-  assert.equal(results.map((r) => r.status), ["rejected", "rejected"]);
+  assert.equal(
+    results.map((r) => r.status),
+    ["rejected", "rejected"],
+  );
   assert.is((results[0] as PromiseRejectedResult).reason.name, "KafkaJSConnectionError");
 });
 
 test("a send slower than the deadline rejects with ProduceTimeoutError", async () => {
-  const acc = new Accumulator(() => new Promise<void>((resolve) => setTimeout(resolve, 200)), { lingerMs: 1, maxBatch: 100, timeoutMs: 30 });
-  const error = await acc.produce(records("a", 1)).then(() => undefined, (e: unknown) => e);
+  const acc = new Accumulator(() => new Promise<void>((resolve) => setTimeout(resolve, 200)), {
+    lingerMs: 1,
+    maxBatch: 100,
+    timeoutMs: 30,
+  });
+  const error = await acc.produce(records("a", 1)).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.instance(error, ProduceTimeoutError);
   await acc.drain();
 });
@@ -60,18 +69,29 @@ test("sends stay under maxBytes; a request spanning two sends is acked only when
       }),
     { lingerMs: 5, maxBatch: 1_000, maxBytes: 1_024 + 3 * 200, timeoutMs: 1_000 },
   );
-  const big = (prefix: string, n: number): EventRecord[] => Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, value: "x".repeat(160) }));
+  const big = (prefix: string, n: number): EventRecord[] =>
+    Array.from({ length: n }, (_, i) => ({ key: `${prefix}${i}`, value: "x".repeat(160) }));
   const a = acc.produce(big("a", 2));
   const b = acc.produce(big("b", 3));
   await new Promise((r) => setTimeout(r, 20));
-  assert.equal(sent, [["a0", "a1", "b0"], ["b1", "b2"]], "cut at 3 records of ~200 bytes");
+  assert.equal(
+    sent,
+    [
+      ["a0", "a1", "b0"],
+      ["b1", "b2"],
+    ],
+    "cut at 3 records of ~200 bytes",
+  );
   let aDone = false;
   void a.then(() => (aDone = true));
   release[0]!();
   await a;
   assert.ok(aDone, "a's records were all in the first send");
   fail[1]!(new Error("MESSAGE_TOO_LARGE"));
-  const error = await b.then(() => undefined, (e: unknown) => e as Error);
+  const error = await b.then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
   assert.is(error?.message, "MESSAGE_TOO_LARGE", "b had a record in the failed send");
 });
 

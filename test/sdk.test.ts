@@ -74,11 +74,29 @@ sdk.after(async () => {
 
 sdk("@segment/analytics-node: all six types, one messageId sent twice", async () => {
   const ids = Object.fromEntries(["identify", "track", "page", "screen", "group", "alias"].map((t) => [t, id("seg", t)]));
-  const analytics = new Analytics({ writeKey: "segment-key", host: stack.base, path: "/v1/batch", flushAt: 1, flushInterval: 50, maxRetries: 1 });
+  const analytics = new Analytics({
+    writeKey: "segment-key",
+    host: stack.base,
+    path: "/v1/batch",
+    flushAt: 1,
+    flushInterval: 50,
+    maxRetries: 1,
+  });
   const failures: unknown[] = [];
   analytics.on("error", (e) => failures.push(e));
-  analytics.identify({ messageId: ids.identify, userId: "u1", traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } }, timestamp: when });
-  const order = { messageId: ids.track, userId: "u1", event: "Order Completed", properties: { price: 9.5, items: [{ sku: "a" }] }, timestamp: when };
+  analytics.identify({
+    messageId: ids.identify,
+    userId: "u1",
+    traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } },
+    timestamp: when,
+  });
+  const order = {
+    messageId: ids.track,
+    userId: "u1",
+    event: "Order Completed",
+    properties: { price: 9.5, items: [{ sku: "a" }] },
+    timestamp: when,
+  };
   analytics.track(order);
   analytics.track(order);
   analytics.page({ messageId: ids.page, anonymousId: "a1", category: "Docs", name: "Home", properties: { path: "/" } });
@@ -115,16 +133,37 @@ sdk("@rudderstack/rudder-sdk-node: all six types (gzip, form-urlencoded label), 
     return callback;
   };
   // messageId is honoured at runtime but missing from the SDK's typings, hence the casts.
-  client.identify({ messageId: ids.identify, userId: "u1", traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } }, timestamp: when } as Rudder.IdentifyParams, done());
-  const order = { messageId: ids.track, userId: "u1", event: "Order Completed", properties: { price: 9.5, items: [{ sku: "a" }] }, timestamp: when };
+  client.identify(
+    {
+      messageId: ids.identify,
+      userId: "u1",
+      traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } },
+      timestamp: when,
+    } as Rudder.IdentifyParams,
+    done(),
+  );
+  const order = {
+    messageId: ids.track,
+    userId: "u1",
+    event: "Order Completed",
+    properties: { price: 9.5, items: [{ sku: "a" }] },
+    timestamp: when,
+  };
   client.track({ ...order } as Rudder.TrackParams, done());
   client.track({ ...order } as Rudder.TrackParams, done());
-  client.page({ messageId: ids.page, anonymousId: "a1", category: "Docs", name: "Home", properties: { path: "/" } } as Rudder.PageParams, done());
+  client.page(
+    { messageId: ids.page, anonymousId: "a1", category: "Docs", name: "Home", properties: { path: "/" } } as Rudder.PageParams,
+    done(),
+  );
   client.screen({ messageId: ids.screen, userId: "u1", name: "Main" } as Rudder.ScreenParams, done());
   client.group({ messageId: ids.group, userId: "u1", groupId: "g1", traits: { plan: "pro" } } as Rudder.GroupParams, done());
   client.alias({ messageId: ids.alias, userId: "u1", previousId: "a1" } as Rudder.AliasParams, done());
   const settled = await Promise.allSettled(sent);
-  assert.equal(settled.map((s) => s.status), Array(7).fill("fulfilled"), JSON.stringify(failures));
+  assert.equal(
+    settled.map((s) => s.status),
+    Array(7).fill("fulfilled"),
+    JSON.stringify(failures),
+  );
   const { rows, duplicates } = await rowsOf("ws-rudder", 6);
   assert.equal(rows.map((r) => r.type).sort(), ["alias", "group", "identify", "page", "screen", "track"]);
   assert.is(duplicates, 0);
@@ -136,8 +175,19 @@ sdk("@dittofeed/sdk-node: identify, track, page, screen (its four types), one me
   const ids = Object.fromEntries(["identify", "track", "page", "screen"].map((t) => [t, id("dit", t)]));
   await DittofeedSdk.init({ writeKey: `Basic ${Buffer.from("ditto-id:ditto-secret").toString("base64")}`, host: stack.base });
   const timestamp = when.toISOString();
-  DittofeedSdk.identify({ messageId: ids.identify!, userId: "u1", traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } }, timestamp });
-  const order = { messageId: ids.track!, userId: "u1", event: "Order Completed", properties: { price: 9.5, items: [{ sku: "a" }] }, timestamp };
+  DittofeedSdk.identify({
+    messageId: ids.identify!,
+    userId: "u1",
+    traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } },
+    timestamp,
+  });
+  const order = {
+    messageId: ids.track!,
+    userId: "u1",
+    event: "Order Completed",
+    properties: { price: 9.5, items: [{ sku: "a" }] },
+    timestamp,
+  };
   DittofeedSdk.track(order);
   DittofeedSdk.track(order);
   DittofeedSdk.page({ messageId: ids.page!, anonymousId: "a1", name: "Home", properties: { path: "/" } });

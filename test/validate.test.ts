@@ -86,14 +86,22 @@ test("each single-message route checks its own type's rules and fills in its typ
 test("a body whose type disagrees with its route is refused", () => {
   const result = validateSingle("identify", { type: "track", messageId: "m", userId: "u", event: "E" });
   assert.not.ok(result.ok);
-  if (!result.ok) assert.equal(result.issues.map((i) => i.path), ["type"]);
+  if (!result.ok)
+    assert.equal(
+      result.issues.map((i) => i.path),
+      ["type"],
+    );
 });
 
 test("messageId is required on every route", () => {
   for (const type of ["identify", "track", "page", "screen", "group", "alias"] as const) {
     const result = validateSingle(type, { userId: "u", event: "E", groupId: "g", previousId: "p" });
     assert.not.ok(result.ok, type);
-    if (!result.ok) assert.ok(result.issues.some((i) => i.path === "messageId"), type);
+    if (!result.ok)
+      assert.ok(
+        result.issues.some((i) => i.path === "messageId"),
+        type,
+      );
   }
 });
 

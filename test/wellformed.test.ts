@@ -20,7 +20,7 @@ test("a low surrogate alone and a reversed pair are replaced too", () => {
 });
 
 test("well-formed input is returned as it is (same objects), and plain text is not walked", () => {
-  const value = { a: [1, "b", { c: horse }], "__proto__": { d: 1 } };
+  const value = { a: [1, "b", { c: horse }], __proto__: { d: 1 } };
   assert.is(wellFormed(value), value);
   assert.not.ok(mayHoldLoneSurrogate(JSON.stringify({ a: "plain", b: horse })), "a raw pair is not an escape");
   assert.ok(mayHoldLoneSurrogate('{"a":"\\uD83D"}'), "upper-case escapes count");

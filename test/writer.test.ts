@@ -5,7 +5,13 @@ import { classifyInsertError, insertOrBisect, isDataError, retry } from "../sink
 import type { EventRow } from "../schemas/row";
 
 const items = (ids: string[]): BatchItem[] =>
-  ids.map((id, i) => ({ row: { message_id: id } as EventRow, partition: 0, offset: String(i), key: Buffer.from(id), value: Buffer.from(`v-${id}`) }));
+  ids.map((id, i) => ({
+    row: { message_id: id } as EventRow,
+    partition: 0,
+    offset: String(i),
+    key: Buffer.from(id),
+    value: Buffer.from(`v-${id}`),
+  }));
 
 test("ClickHouse data errors are not retriable, in the current and the 18.16 message forms", () => {
   assert.ok(isDataError(Object.assign(new Error("Cannot parse input"), { code: "27" })));
@@ -30,12 +36,16 @@ test("a refusal with any unknown code is narrowed to its rows once the probe sho
   const inserted: string[] = [];
   let probes = 0;
   const insert = async (rows: EventRow[]) => {
-    if (rows.some((r) => r.message_id.startsWith("bad"))) throw new Error("Code: 4242, e.displayText() = DB::Exception: a reason nobody listed");
+    if (rows.some((r) => r.message_id.startsWith("bad")))
+      throw new Error("Code: 4242, e.displayText() = DB::Exception: a reason nobody listed");
     inserted.push(...rows.map((r) => r.message_id));
   };
   const letters = await insertOrBisect(insert, items(["a", "b", "bad1", "c"]), async () => void probes++);
   assert.equal(inserted.sort(), ["a", "b", "c"]);
-  assert.equal(letters.map((l) => l.key?.toString()), ["bad1"]);
+  assert.equal(
+    letters.map((l) => l.key?.toString()),
+    ["bad1"],
+  );
   assert.is(probes, 1, "one probe, for the lone refused row");
 });
 
@@ -46,7 +56,10 @@ test("a lone row refused with an unknown code while the probe fails too is throw
   const probe = async () => {
     throw new Error("Code: 4242, e.displayText() = DB::Exception: the table is broken");
   };
-  const error = await insertOrBisect(insert, items(["a", "b"]), probe).then(() => undefined, (e: unknown) => e as Error);
+  const error = await insertOrBisect(insert, items(["a", "b"]), probe).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
   assert.match(String(error?.message), /the table is broken/);
 });
 
@@ -58,8 +71,14 @@ test("refused rows are isolated and dead-lettered; the rest are inserted", async
   };
   const letters = await insertOrSplit(insert, items(["a", "bad1", "b", "c", "bad2", "d", "e"]));
   assert.equal(inserted.sort(), ["a", "b", "c", "d", "e"]);
-  assert.equal(letters.map((l) => l.key?.toString()), ["bad1", "bad2"]);
-  assert.equal(letters.map((l) => l.value?.toString()), ["v-bad1", "v-bad2"]);
+  assert.equal(
+    letters.map((l) => l.key?.toString()),
+    ["bad1", "bad2"],
+  );
+  assert.equal(
+    letters.map((l) => l.value?.toString()),
+    ["v-bad1", "v-bad2"],
+  );
   assert.ok(letters.every((l) => l.step === "insert" && l.reason.includes("Cannot parse")));
 });
 
@@ -67,7 +86,10 @@ test("a retriable insert error is thrown, not dead-lettered", async () => {
   const insert = async () => {
     throw new Error("connect ECONNREFUSED");
   };
-  const error = await insertOrSplit(insert, items(["a"])).then(() => undefined, (e: unknown) => e);
+  const error = await insertOrSplit(insert, items(["a"])).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.instance(error, Error);
 });
 
@@ -88,7 +110,12 @@ test("retry backs off until success and reports each failure", async () => {
 test("retry gives up with the last error once aborted", async () => {
   const abort = new AbortController();
   setTimeout(() => abort.abort(), 20);
-  const error = await retry(() => Promise.reject(new Error("still down")), { minMs: 5, maxMs: 5, signal: abort.signal, onRetry: () => {} }).then(
+  const error = await retry(() => Promise.reject(new Error("still down")), {
+    minMs: 5,
+    maxMs: 5,
+    signal: abort.signal,
+    onRetry: () => {},
+  }).then(
     () => undefined,
     (e: unknown) => e as Error,
   );

@@ -10,7 +10,14 @@ import type { EventRecord } from "../../schemas/envelope";
 import type { EventRow } from "../../schemas/row";
 
 /** Records per second acknowledged by the broker; `inFlight` sendBatch calls of `batchSize`. */
-export async function kafkaCeiling(kafka: Kafka, topic: string, records: EventRecord[], seconds: number, batchSize = 2_000, inFlight = 4): Promise<number> {
+export async function kafkaCeiling(
+  kafka: Kafka,
+  topic: string,
+  records: EventRecord[],
+  seconds: number,
+  batchSize = 2_000,
+  inFlight = 4,
+): Promise<number> {
   const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   const end = Date.now() + seconds * 1000;
@@ -35,7 +42,13 @@ export async function kafkaCeiling(kafka: Kafka, topic: string, records: EventRe
 }
 
 /** Rows per second acknowledged by ClickHouse, inserting `batchRows` rows at a time. */
-export async function clickhouseCeiling(client: ClickHouseClient, table: string, rows: EventRow[], seconds: number, batchRows = 20_000): Promise<number> {
+export async function clickhouseCeiling(
+  client: ClickHouseClient,
+  table: string,
+  rows: EventRow[],
+  seconds: number,
+  batchRows = 20_000,
+): Promise<number> {
   const end = Date.now() + seconds * 1000;
   let inserted = 0;
   let n = 0;

@@ -32,31 +32,64 @@ export function corpus(n: number, seed = 20261122): Record<string, unknown>[] {
     library: { name: "analytics-node", version: "3.1.0" },
     userAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/130.0 Safari/537.36",
     locale: pick(["en-US", "pt-PT", "de-DE", "ja-JP"]),
-    campaign: { source: pick(["newsletter", "search", "partner"]), medium: pick(["email", "cpc", "referral"]), name: `spring-${Math.floor(random() * 40)}` },
+    campaign: {
+      source: pick(["newsletter", "search", "partner"]),
+      medium: pick(["email", "cpc", "referral"]),
+      name: `spring-${Math.floor(random() * 40)}`,
+    },
   });
   const messages: Record<string, unknown>[] = [];
   for (let i = 0; i < n; i++) {
     const userId = id("user");
-    const common = { messageId: "__ID__", userId, anonymousId: id("anon"), timestamp: new Date(Date.UTC(2026, 10, 22, 8, 0, i % 60)).toISOString(), context: context() };
+    const common = {
+      messageId: "__ID__",
+      userId,
+      anonymousId: id("anon"),
+      timestamp: new Date(Date.UTC(2026, 10, 22, 8, 0, i % 60)).toISOString(),
+      context: context(),
+    };
     const kind = i % 10;
     if (kind < 5) {
       messages.push({
         ...common,
         type: "track",
         event: pick(EVENTS),
-        properties: { product: { id: id("sku"), price: Math.round(random() * 10000) / 100, category: pick(["books", "games", "tools"]) }, quantity: 1 + Math.floor(random() * 4), currency: "EUR" },
+        properties: {
+          product: { id: id("sku"), price: Math.round(random() * 10000) / 100, category: pick(["books", "games", "tools"]) },
+          quantity: 1 + Math.floor(random() * 4),
+          currency: "EUR",
+        },
       });
     } else if (kind < 7) {
       const name = pick(PAGES);
-      messages.push({ ...common, type: "page", name, properties: { path: `/${name.toLowerCase()}`, url: `https://shop.example/${name.toLowerCase()}`, referrer: "https://search.example/", title: `${name} - Shop` } });
+      messages.push({
+        ...common,
+        type: "page",
+        name,
+        properties: {
+          path: `/${name.toLowerCase()}`,
+          url: `https://shop.example/${name.toLowerCase()}`,
+          referrer: "https://search.example/",
+          title: `${name} - Shop`,
+        },
+      });
     } else if (kind < 9) {
       messages.push({
         ...common,
         type: "identify",
-        traits: { email: `${userId}@mail.example`, plan: pick(PLANS), address: { city: pick(CITIES), country: "PT" }, logins: Math.floor(random() * 500) },
+        traits: {
+          email: `${userId}@mail.example`,
+          plan: pick(PLANS),
+          address: { city: pick(CITIES), country: "PT" },
+          logins: Math.floor(random() * 500),
+        },
       });
     } else {
-      messages.push(i % 20 === 9 ? { ...common, type: "group", groupId: id("org"), traits: { name: "Acme", employees: 50, plan: pick(PLANS) } } : { ...common, type: "screen", name: "Settings", properties: { section: "billing" } });
+      messages.push(
+        i % 20 === 9
+          ? { ...common, type: "group", groupId: id("org"), traits: { name: "Acme", employees: 50, plan: pick(PLANS) } }
+          : { ...common, type: "screen", name: "Settings", properties: { section: "billing" } },
+      );
     }
   }
   return messages;

@@ -84,7 +84,14 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
     const body = nextBody();
     const done = new Promise<void>((resolve) => {
       const req = request(
-        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", agent, headers: { ...job.headers, "content-length": Buffer.byteLength(body) } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          agent,
+          headers: { ...job.headers, "content-length": Buffer.byteLength(body) },
+        },
         (res) => {
           res.resume();
           res.on("end", () => {

@@ -64,9 +64,14 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 async function main(): Promise<void> {
   const messages = corpus(1_000);
   const batchBodies = Array.from({ length: 10 }, (_, i) => JSON.stringify({ batch: messages.slice(i * BATCH, (i + 1) * BATCH) }));
-  const identifyBodies = messages.filter((m) => m.type === "identify").slice(0, 50).map((m) => JSON.stringify({ ...m, type: undefined }));
+  const identifyBodies = messages
+    .filter((m) => m.type === "identify")
+    .slice(0, 50)
+    .map((m) => JSON.stringify({ ...m, type: undefined }));
   const bytes = messages.map((m) => JSON.stringify(m).length);
-  process.stdout.write(`corpus: ${messages.length} messages, ${Math.min(...bytes)}-${Math.max(...bytes)} bytes each (mean ${Math.round(bytes.reduce((a, b) => a + b, 0) / bytes.length)})\n`);
+  process.stdout.write(
+    `corpus: ${messages.length} messages, ${Math.min(...bytes)}-${Math.max(...bytes)} bytes each (mean ${Math.round(bytes.reduce((a, b) => a + b, 0) / bytes.length)})\n`,
+  );
 
   const stack = new LiveStack({
     SINK_SESSION_TIMEOUT_MS: "30000",
@@ -82,7 +87,14 @@ async function main(): Promise<void> {
     // Ceilings, each doing only its own part.
     const bare = spawn(process.execPath, [join(__dirname, "bare-http.js"), "0"], { stdio: ["ignore", "pipe", "inherit"] });
     const [portLine] = (await once(bare.stdout!, "data")) as [Buffer];
-    const http = await load({ url: `http://127.0.0.1:${portLine.toString().trim()}/`, bodies: batchBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 });
+    const http = await load({
+      url: `http://127.0.0.1:${portLine.toString().trim()}/`,
+      bodies: batchBodies,
+      headers: auth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rate: 0,
+    });
     bare.kill("SIGTERM");
     figures.http_ceiling_events_per_s = http.reqPerSec * BATCH;
 
@@ -127,7 +139,9 @@ async function main(): Promise<void> {
       while (probing || probes.some((p) => p.seen === undefined)) {
         const pending = probes.filter((p) => p.seen === undefined);
         if (pending.length > 0) {
-          const found = await stack.select<{ message_id: string }>(`SELECT message_id FROM ${stack.table} WHERE message_id IN (${pending.map((p) => `'${p.id}'`).join(",")})`);
+          const found = await stack.select<{ message_id: string }>(
+            `SELECT message_id FROM ${stack.table} WHERE message_id IN (${pending.map((p) => `'${p.id}'`).join(",")})`,
+          );
           const now = Date.now();
           const seen = new Set(found.map((f) => f.message_id));
           for (const p of pending) if (seen.has(p.id)) p.seen = now;
@@ -139,7 +153,14 @@ async function main(): Promise<void> {
     const pids = { ingest: stack.ingest!.child.pid, sink: stack.sink!.child.pid, ...stackPids() };
     const cpuBefore = cpuSnapshot(pids);
     const started = Date.now();
-    const batch = await load({ url: `${stack.base}/v1/batch`, bodies: batchBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 });
+    const batch = await load({
+      url: `${stack.base}/v1/batch`,
+      bodies: batchBodies,
+      headers: auth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rate: 0,
+    });
     const rowsAtEnd = await count();
     const elapsed = (Date.now() - started) / 1000;
     const cpuAfter = cpuSnapshot(pids);
@@ -154,7 +175,10 @@ async function main(): Promise<void> {
     figures.batch_p50_ms = batch.p50;
     figures.batch_p99_ms = batch.p99;
     figures.e2e_events_per_s = (rowsAtEnd - rowsBefore) / elapsed;
-    const latencies = probes.filter((p) => p.seen !== undefined).map((p) => p.seen! - p.sent).sort((a, b) => a - b);
+    const latencies = probes
+      .filter((p) => p.seen !== undefined)
+      .map((p) => p.seen! - p.sent)
+      .sort((a, b) => a - b);
     figures.queryable_p50_ms = percentile(latencies, 0.5);
     figures.queryable_p99_ms = percentile(latencies, 0.99);
     // Let the sink catch up, and time how long that takes.
@@ -171,13 +195,27 @@ async function main(): Promise<void> {
     figures.batch_non2xx = batch.non2xx + batch.errors;
 
     // Half of the maximum rate, paced evenly: latency when not saturated.
-    const half = await load({ url: `${stack.base}/v1/batch`, bodies: batchBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: Math.max(1, Math.floor(batch.reqPerSec / 2)) });
+    const half = await load({
+      url: `${stack.base}/v1/batch`,
+      bodies: batchBodies,
+      headers: auth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rate: Math.max(1, Math.floor(batch.reqPerSec / 2)),
+    });
     figures.half_rate_events_per_s = ((half.requests - half.non2xx) / SECONDS) * BATCH;
     figures.half_rate_p50_ms = half.p50;
     figures.half_rate_p99_ms = half.p99;
 
     // Single identify endpoint.
-    const single = await load({ url: `${stack.base}/v1/identify`, bodies: identifyBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 });
+    const single = await load({
+      url: `${stack.base}/v1/identify`,
+      bodies: identifyBodies,
+      headers: auth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rate: 0,
+    });
     figures.single_req_per_s = single.reqPerSec;
     figures.single_p50_ms = single.p50;
     figures.single_p99_ms = single.p99;
@@ -191,20 +229,38 @@ async function main(): Promise<void> {
 }
 
 function report(f: Record<string, number>): void {
-  const n = (x: number | undefined, digits = 0) => (x === undefined || Number.isNaN(x) ? "n/a" : x.toLocaleString("en-US", { maximumFractionDigits: digits }));
+  const n = (x: number | undefined, digits = 0) =>
+    x === undefined || Number.isNaN(x) ? "n/a" : x.toLocaleString("en-US", { maximumFractionDigits: digits });
   const ratio = (a: number | undefined, b: number | undefined) => (a && b ? `${Math.round((a / b) * 100)}%` : "n/a");
   const rows = [
-    ["Batch endpoint (100 msgs/request)", `${n(f.batch_events_per_s)} events/s`, `p50 ${n(f.batch_p50_ms, 1)} ms, p99 ${n(f.batch_p99_ms, 1)} ms`, `${ratio(f.batch_events_per_s, f.http_ceiling_events_per_s)} of HTTP ceiling`],
-    ["  paced at half that rate", `${n(f.half_rate_events_per_s)} events/s`, `p50 ${n(f.half_rate_p50_ms, 1)} ms, p99 ${n(f.half_rate_p99_ms, 1)} ms`, ""],
+    [
+      "Batch endpoint (100 msgs/request)",
+      `${n(f.batch_events_per_s)} events/s`,
+      `p50 ${n(f.batch_p50_ms, 1)} ms, p99 ${n(f.batch_p99_ms, 1)} ms`,
+      `${ratio(f.batch_events_per_s, f.http_ceiling_events_per_s)} of HTTP ceiling`,
+    ],
+    [
+      "  paced at half that rate",
+      `${n(f.half_rate_events_per_s)} events/s`,
+      `p50 ${n(f.half_rate_p50_ms, 1)} ms, p99 ${n(f.half_rate_p99_ms, 1)} ms`,
+      "",
+    ],
     ["Single identify endpoint", `${n(f.single_req_per_s)} req/s`, `p50 ${n(f.single_p50_ms, 1)} ms, p99 ${n(f.single_p99_ms, 1)} ms`, ""],
-    ["End to end into ClickHouse", `${n(f.e2e_events_per_s)} events/s`, `queryable p50 ${n(f.queryable_p50_ms)} ms, p99 ${n(f.queryable_p99_ms)} ms`, `${ratio(f.e2e_events_per_s, f.kafka_ceiling_msgs_per_s)} of Kafka, ${ratio(f.e2e_events_per_s, f.clickhouse_ceiling_rows_per_s)} of ClickHouse ceiling`],
+    [
+      "End to end into ClickHouse",
+      `${n(f.e2e_events_per_s)} events/s`,
+      `queryable p50 ${n(f.queryable_p50_ms)} ms, p99 ${n(f.queryable_p99_ms)} ms`,
+      `${ratio(f.e2e_events_per_s, f.kafka_ceiling_msgs_per_s)} of Kafka, ${ratio(f.e2e_events_per_s, f.clickhouse_ceiling_rows_per_s)} of ClickHouse ceiling`,
+    ],
     ["  sink catch-up after the load", `${n(f.drain_after_load_s, 1)} s`, `acked rows missing: ${n(f.rows_missing)}`, ""],
     ["HTTP ceiling (bare node:http + JSON.parse)", `${n(f.http_ceiling_events_per_s)} events/s`, "", ""],
     ["Kafka ceiling (sendBatch, acks=all)", `${n(f.kafka_ceiling_msgs_per_s)} msgs/s`, "", ""],
     ["ClickHouse ceiling (direct inserts)", `${n(f.clickhouse_ceiling_rows_per_s)} rows/s`, "", ""],
     ["Peak RSS", `ingest ${n(f.ingest_rss_mb)} MB`, `sink ${n(f.sink_rss_mb)} MB`, ""],
   ];
-  process.stdout.write(`\n| Measure | Throughput | Latency | Against ceiling |\n|---|---|---|---|\n${rows.map((r) => `| ${r.join(" | ")} |`).join("\n")}\n\n`);
+  process.stdout.write(
+    `\n| Measure | Throughput | Latency | Against ceiling |\n|---|---|---|---|\n${rows.map((r) => `| ${r.join(" | ")} |`).join("\n")}\n\n`,
+  );
   // Where the two cores went during the full-rate batch phase.
   const parts = ["ingest", "sink", "kafka", "clickhouse", "load"].filter((p) => f[`cpu_${p}_s`] !== undefined);
   const events = (f.batch_events_per_s ?? 0) * (f.cpu_phase_s ?? 0);
@@ -212,8 +268,24 @@ function report(f: Record<string, number>): void {
     const seconds = f[`cpu_${p}_s`]!;
     return `| ${p} | ${n(seconds, 1)} s | ${n((seconds / (f.cpu_phase_s ?? 1)) * 100)}% | ${events > 0 ? n((seconds * 1e6) / events, 1) : "n/a"} µs |`;
   });
-  process.stdout.write(`| CPU during the batch phase (${n(f.cpu_phase_s, 1)} s) | CPU time | of one core | per event |\n|---|---|---|---|\n${cpuRows.join("\n")}\n\n`);
-  const keys = ["e2e_events_per_s", "batch_events_per_s", "batch_p50_ms", "batch_p99_ms", "single_req_per_s", "single_p99_ms", "queryable_p50_ms", "queryable_p99_ms", "ingest_rss_mb", "sink_rss_mb", "http_ceiling_events_per_s", "kafka_ceiling_msgs_per_s", "clickhouse_ceiling_rows_per_s"];
+  process.stdout.write(
+    `| CPU during the batch phase (${n(f.cpu_phase_s, 1)} s) | CPU time | of one core | per event |\n|---|---|---|---|\n${cpuRows.join("\n")}\n\n`,
+  );
+  const keys = [
+    "e2e_events_per_s",
+    "batch_events_per_s",
+    "batch_p50_ms",
+    "batch_p99_ms",
+    "single_req_per_s",
+    "single_p99_ms",
+    "queryable_p50_ms",
+    "queryable_p99_ms",
+    "ingest_rss_mb",
+    "sink_rss_mb",
+    "http_ceiling_events_per_s",
+    "kafka_ceiling_msgs_per_s",
+    "clickhouse_ceiling_rows_per_s",
+  ];
   const json: Record<string, number> = {};
   for (const k of keys) json[k] = Math.round((f[k] ?? Number.NaN) * 10) / 10;
   process.stdout.write(JSON.stringify(json) + "\n");

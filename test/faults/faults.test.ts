@@ -31,7 +31,8 @@ const faults = suite("fault scenarios");
 const traffic = (userId: string, workers = 4) =>
   new Traffic(`${stack.base}/v1/batch`, auth, { userId, batchSize: 10, workers, pauseMs: 50, maxRequests: 20_000 });
 
-const alive = (s: { child: { exitCode: number | null; signalCode: string | null } }) => s.child.exitCode === null && s.child.signalCode === null;
+const alive = (s: { child: { exitCode: number | null; signalCode: string | null } }) =>
+  s.child.exitCode === null && s.child.signalCode === null;
 
 faults.before(() => stack.start());
 faults.after(() => stack.stop());
@@ -54,12 +55,24 @@ faults("1. Kafka stopped for 30 s under steady traffic", async () => {
   assert.is(t.figures().refusalsWithoutRetryAfter, 0, "every 503 has Retry-After");
   assert.ok(t.figures().slowestRefusalMs <= PRODUCE_TIMEOUT_MS + 2_000, `answered within the deadline: ${t.figures().slowestRefusalMs} ms`);
   assert.ok(alive(stack.ingest!) && stack.ingest!.child.pid === ingestPid, "the same ingest process kept running");
-  await verdict(stack, "Kafka down 30 s", "sc-kafka-down", t, `503+Retry-After within ${t.figures().slowestRefusalMs} ms; recovered without restarting ingest`);
+  await verdict(
+    stack,
+    "Kafka down 30 s",
+    "sc-kafka-down",
+    t,
+    `503+Retry-After within ${t.figures().slowestRefusalMs} ms; recovered without restarting ingest`,
+  );
 });
 
 faults("2. Kafka restarted during 200 concurrent requests", async () => {
   // 200 workers, each with one request in flight at all times, across the whole restart.
-  const t = new Traffic(`${stack.base}/v1/batch`, auth, { userId: "sc-kafka-restart", batchSize: 5, workers: 200, pauseMs: 0, maxRequests: 20_000 });
+  const t = new Traffic(`${stack.base}/v1/batch`, auth, {
+    userId: "sc-kafka-restart",
+    batchSize: 5,
+    workers: 200,
+    pauseMs: 0,
+    maxRequests: 20_000,
+  });
   t.start();
   await sleep(2_000);
   await server("kafka", "stop");
@@ -72,7 +85,13 @@ faults("2. Kafka restarted during 200 concurrent requests", async () => {
   // a restart shorter than the deadline is covered by producer retries, so it is reported, not asserted.
   assert.is(t.figures().refusalsWithoutRetryAfter, 0, "every 503 has Retry-After");
   assert.ok(alive(stack.ingest!), "ingest still running");
-  await verdict(stack, "Kafka restarted under 200 concurrent requests", "sc-kafka-restart", t, "refused requests retried by the client with the same messageIds");
+  await verdict(
+    stack,
+    "Kafka restarted under 200 concurrent requests",
+    "sc-kafka-restart",
+    t,
+    "refused requests retried by the client with the same messageIds",
+  );
 });
 
 faults("3. ClickHouse stopped for 60 s", async () => {
@@ -115,7 +134,13 @@ faults("4. sink SIGKILLed before the insert, after the insert, and at a random m
   await sleep(3_000);
   await t.stop();
   await t.drain(30_000);
-  await verdict(stack, "Sink SIGKILLed (before insert, after insert, random)", "sc-sink-kill", t, "replayed from the last commit; duplicates collapsed");
+  await verdict(
+    stack,
+    "Sink SIGKILLed (before insert, after insert, random)",
+    "sc-sink-kill",
+    t,
+    "replayed from the last commit; duplicates collapsed",
+  );
 });
 
 faults("5. two sinks in one group: one added, one killed mid-stream (6 partitions)", async () => {
@@ -150,7 +175,11 @@ faults("6. poison records: DLQ with original key/value and reason; the valid one
     // valid RFC 3339, so it passes the envelope guard, but ClickHouse refuses a lowercase 't'
     { key: "ch-refuses", value: envelope("ch-refuses", "2026-11-22t10:00:00z") },
   ];
-  const messages = [...good.slice(0, 10).map((id) => ({ key: id, value: envelope(id) })), ...poison, ...good.slice(10).map((id) => ({ key: id, value: envelope(id) }))];
+  const messages = [
+    ...good.slice(0, 10).map((id) => ({ key: id, value: envelope(id) })),
+    ...poison,
+    ...good.slice(10).map((id) => ({ key: id, value: envelope(id) })),
+  ];
   await producer.send({ topic: stack.env.KAFKA_TOPIC!, acks: -1, messages: messages.map((m) => ({ ...m, partition: 0 })) });
 
   const letters = await waitFor(
@@ -179,11 +208,22 @@ faults("6. poison records: DLQ with original key/value and reason; the valid one
   const replayRun = stack.spawn("deploy/cli.js", {}, ["dlq", "replay"]);
   const { code } = await replayRun.exited;
   assert.is(code, 0, replayRun.output());
-  const replayed = JSON.parse(replayRun.output().split("\n").find((l) => l.includes("dead letters replayed"))!) as { replayed: number };
+  const replayed = JSON.parse(
+    replayRun
+      .output()
+      .split("\n")
+      .find((l) => l.includes("dead letters replayed"))!,
+  ) as { replayed: number };
   assert.is(replayed.replayed, 4, "3 poison + 1 fixed, each once");
   await stack.rowsLanded([fixedId]);
-  const figures = { sent: 21, acked: 21, rejected: { "DLQ": 3 }, slowestRefusalMs: 0, refusalsWithoutRetryAfter: 0 };
-  await verdict(stack, "Poison records + DLQ replay", "sc-poison", figures, "3 poison to the DLQ (decode x2, insert x1) with original key/value; lag 0; replay re-sent 4, the fixed one landed");
+  const figures = { sent: 21, acked: 21, rejected: { DLQ: 3 }, slowestRefusalMs: 0, refusalsWithoutRetryAfter: 0 };
+  await verdict(
+    stack,
+    "Poison records + DLQ replay",
+    "sc-poison",
+    figures,
+    "3 poison to the DLQ (decode x2, insert x1) with original key/value; lag 0; replay re-sent 4, the fixed one landed",
+  );
 });
 
 faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", async () => {
@@ -197,14 +237,20 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   await sleep(3_000);
   const acksBefore = t.ackTimes.length;
   stack.ingest.child.kill("SIGTERM");
-  const readiness = await waitFor("readiness 503 after SIGTERM", async () => ((await fetch(`${stack.base}/readyz`)).status === 503 ? true : undefined), 1_000);
+  const readiness = await waitFor(
+    "readiness 503 after SIGTERM",
+    async () => ((await fetch(`${stack.base}/readyz`)).status === 503 ? true : undefined),
+    1_000,
+  );
   assert.ok(readiness);
   await sleep(1_000);
   assert.ok(t.ackTimes.length > acksBefore, "requests still served during the drain delay");
   const ingestExit = await stack.ingest.exited;
   assert.is(ingestExit.code, 0, "ingest stopped cleanly");
   stack.ingest = stack.spawn("ingest/main.js", { INGEST_PORT: port });
-  await waitFor("new ingest ready", async () => ((await fetch(`${stack.base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined));
+  await waitFor("new ingest ready", async () =>
+    (await fetch(`${stack.base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined,
+  );
 
   await sleep(2_000);
   stack.sink!.child.kill("SIGTERM");
@@ -214,7 +260,13 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   await sleep(3_000);
   await t.stop();
   await t.drain(30_000);
-  await verdict(stack, "SIGTERM to ingest, then to the sink", "sc-sigterm", t, "readiness 503 first, in-flight finished, producer flushed; sink committed its batch");
+  await verdict(
+    stack,
+    "SIGTERM to ingest, then to the sink",
+    "sc-sigterm",
+    t,
+    "readiness 503 first, in-flight finished, producer flushed; sink committed its batch",
+  );
 });
 
 faults("8. poison in every partition mid-traffic: surrogates healed, refused rows to the DLQ, no stall", async () => {
@@ -267,7 +319,12 @@ faults("8. poison in every partition mid-traffic: surrogates healed, refused row
   const refused: string[] = [];
   const messages = [];
   for (let partition = 0; partition < partitions; partition++) {
-    const [a, b, c, d] = [`sur-a-${partition}-${randomUUID()}`, `sur-b-${partition}-${randomUUID()}`, `ch-t-${partition}-${randomUUID()}`, `throwif-${partition}-${randomUUID()}`];
+    const [a, b, c, d] = [
+      `sur-a-${partition}-${randomUUID()}`,
+      `sur-b-${partition}-${randomUUID()}`,
+      `ch-t-${partition}-${randomUUID()}`,
+      `throwif-${partition}-${randomUUID()}`,
+    ];
     healed.push(a, b);
     refused.push(c, d);
     messages.push(
@@ -342,7 +399,14 @@ faults("9. a flood of 32 KB messages while Kafka is slowed: both processes stay 
     }
   })();
   // 160 clients, each with a batch of 14 messages of about 30 KB (420 KB a request) in flight.
-  const t = new Traffic(`${stack.base}/v1/batch`, auth, { userId: "sc-flood", batchSize: 14, workers: 160, pauseMs: 0, maxRequests: 400, padBytes: 30_000 });
+  const t = new Traffic(`${stack.base}/v1/batch`, auth, {
+    userId: "sc-flood",
+    batchSize: 14,
+    workers: 160,
+    pauseMs: 0,
+    maxRequests: 400,
+    padBytes: 30_000,
+  });
   const broker = Number(readFileSync(join(process.env.STACK_DIR!, "kafka", "kafka.pid"), "utf8").trim());
   t.start();
   const slowUntil = Date.now() + 16_000;
@@ -376,7 +440,11 @@ faults("9. a flood of 32 KB messages while Kafka is slowed: both processes stay 
     "sc-flood",
     t,
     `peak RSS ingest ${mib(peak.ingest)} of ${mib(limits.ingest)}, sink ${mib(peak.sink)} of ${mib(limits.sink)}; ` +
-      `refusals ${Object.entries(rejected).map(([c, n]) => `${c}x${n}`).join(" ") || "none"}`,
+      `refusals ${
+        Object.entries(rejected)
+          .map(([c, n]) => `${c}x${n}`)
+          .join(" ") || "none"
+      }`,
   );
 });
 
@@ -388,7 +456,9 @@ function rssBytes(pid: number): number {
 
 /** The memory limit of a base Deployment's first container, bytes (`512Mi`, `1Gi`). */
 function memoryLimit(file: string): number {
-  const [deployment] = parseAllDocuments(readFileSync(join(__dirname, "..", "..", "..", "deploy", "k8s", "base", file), "utf8")).map((d) => d.toJS());
+  const [deployment] = parseAllDocuments(readFileSync(join(__dirname, "..", "..", "..", "deploy", "k8s", "base", file), "utf8")).map((d) =>
+    d.toJS(),
+  );
   const text = String(deployment.spec.template.spec.containers[0].resources.limits.memory);
   const [, n, unit] = /^(\d+)(Mi|Gi)$/.exec(text) ?? [];
   if (n === undefined) throw new Error(`${file}: memory limit ${text} not in Mi or Gi`);

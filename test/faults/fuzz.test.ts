@@ -43,7 +43,11 @@ fuzz("every operation of /openapi.json: no 5xx, no response that breaks the docu
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   const [code] = await once(child, "exit");
-  const summary = output.slice(output.lastIndexOf("SUMMARY")).split("\n").map((l) => l.trim()).filter(Boolean);
+  const summary = output
+    .slice(output.lastIndexOf("SUMMARY"))
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   console.log(`\n  schemathesis ${summary.join(" | ")}`);
   assert.is(code, 0, output.slice(-4000));
 });

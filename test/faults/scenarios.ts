@@ -36,7 +36,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The port a spawned sink's HTTP server listens on (from its "sink consuming" log line). */
 export function sinkPort(sink: Service): Promise<number> {
   return waitFor("the sink's HTTP port", async () => {
-    const line = sink.output().split("\n").find((l) => l.includes('"msg":"sink consuming"'));
+    const line = sink
+      .output()
+      .split("\n")
+      .find((l) => l.includes('"msg":"sink consuming"'));
     return line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
   });
 }
@@ -74,7 +77,13 @@ export async function rowsOf(stack: LiveStack, userId: string): Promise<{ rows: 
  * The verdict: waits until the rows under FINAL for `userId` number the acked messageIds, then
  * requires every sent messageId to be acked, rows == acked and no duplicate. Records the line.
  */
-export async function verdict(stack: LiveStack, scenario: string, userId: string, traffic: Traffic | TrafficFigures, notes: string): Promise<ScenarioResult> {
+export async function verdict(
+  stack: LiveStack,
+  scenario: string,
+  userId: string,
+  traffic: Traffic | TrafficFigures,
+  notes: string,
+): Promise<ScenarioResult> {
   const figures = "figures" in traffic ? traffic.figures() : traffic;
   let found = { rows: -1, unique: -1 };
   try {
@@ -100,7 +109,10 @@ export async function verdict(stack: LiveStack, scenario: string, userId: string
 
 /** Prints the line, and appends it as JSON to FAULTS_RESULTS when set (README's table). */
 export function report(result: ScenarioResult): void {
-  const rejected = Object.entries(result.rejected).map(([code, n]) => `${code}x${n}`).join(" ") || "none";
+  const rejected =
+    Object.entries(result.rejected)
+      .map(([code, n]) => `${code}x${n}`)
+      .join(" ") || "none";
   console.log(
     `\n  ${result.scenario}: sent ${result.sent}, acked ${result.acked}, rejected ${rejected}, rows ${result.rows}, duplicates ${result.duplicates} - ${result.notes}`,
   );
