@@ -5,7 +5,7 @@
  *   dlq replay               send dead letters back to the events topic, then exit
  *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
- * Settings come from the environment (README, Settings). Exit codes: 0 done, 1 failed, 2 usage.
+ * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";

@@ -90,7 +90,8 @@ export const REJECTED_HEADER = "X-Rejected-Messages";
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
 
 /**
- * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip), each
+ * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip:
+ * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each
  * mapped to the name the decompressing library (inflation) knows; limits count decoded bytes.
  */
 const ENCODINGS = new Map([

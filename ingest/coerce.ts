@@ -10,6 +10,9 @@
  *   only id is "" (segmentio/analytics-ruby#243), analytics-java and -ruby treat it as blank,
  *   RudderStack's gateway as missing; the other id then decides.
  * Not coerced (the spec requires it): a missing messageId is refused, not generated.
+ * Sources: https://github.com/segmentio/analytics-ruby/issues/48,
+ * https://github.com/segmentio/analytics-ruby/issues/243,
+ * https://github.com/segmentio/analytics-python/blob/master/segment/analytics/client.py (stringify_id)
  */
 
 /** The id fields that may arrive as numbers. */

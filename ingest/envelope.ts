@@ -11,6 +11,8 @@
  *   forms (lowercase `t`, offsets) that ClickHouse refuses or reads differently;
  * - the writeKey never reaches the topic;
  * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message).
+ * Segment: https://segment.com/docs/connections/sources/catalog/libraries/server/http-api/
+ * Dittofeed: https://github.com/dittofeed/dittofeed (packages/api, the public apps routes)
  */
 import { createHash } from "node:crypto";
 import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";

@@ -9,6 +9,7 @@ import { ConfigResourceTypes, type Kafka } from "kafkajs";
 /**
  * Bytes a record adds to a record batch beyond its key, value and headers (Kafka's record
  * format v2: length, attributes, timestamp and offset deltas, varints), rounded up.
+ * https://kafka.apache.org/documentation/#record
  */
 export const RECORD_OVERHEAD_BYTES = 32;
 

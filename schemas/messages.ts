@@ -4,6 +4,8 @@
  * field rather than a whole union. The cross-field rule "userId or anonymousId" is the separate
  * `Identified` type. Unknown extra fields are allowed and kept (SDKs send `_metadata`,
  * `integrations`, `version`, ...), as Segment does.
+ * Segment HTTP Tracking API: https://segment.com/docs/connections/sources/catalog/libraries/server/http-api/
+ * Segment spec of the common fields: https://segment.com/docs/connections/spec/common/
  */
 import { tags } from "typia";
 

@@ -4,6 +4,7 @@
  * and about one insert per second per table), then one commit per partition. Pure bookkeeping:
  * no I/O, time comes in as an argument. Each partition's batch remembers the last offset it
  * holds, so the commit after the insert covers exactly what was written.
+ * ClickHouse on bulk inserts: https://clickhouse.com/docs/en/cloud/bestpractices/bulk-inserts
  */
 import type { EventRow } from "../schemas/row";
 

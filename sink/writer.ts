@@ -40,7 +40,7 @@ export function clickhouseProbe(client: ClickHouseClient, table: string): ProbeI
 }
 
 /**
- * ClickHouse error codes (src/Common/ErrorCodes.cpp) meaning "this data is bad": parse failures
+ * ClickHouse error codes (https://github.com/ClickHouse/ClickHouse/blob/master/src/Common/ErrorCodes.cpp) meaning "this data is bad": parse failures
  * (25 is a lone surrogate in a JSON string), type mismatches, out-of-range values.
  */
 const DATA_ERROR_CODES = new Set([6, 25, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72, 117, 131, 321]);

@@ -107,7 +107,7 @@ export async function verdict(
   return result;
 }
 
-/** Prints the line, and appends it as JSON to FAULTS_RESULTS when set (README's table). */
+/** Prints the line, and appends it as JSON to FAULTS_RESULTS when set (docs/GUARANTEES.md's table). */
 export function report(result: ScenarioResult): void {
   const rejected =
     Object.entries(result.rejected)
