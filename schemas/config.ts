@@ -123,8 +123,11 @@ export interface IngestConfig {
 export interface SinkConfig {
   /** Consumer group (env SINK_GROUP_ID). */
   groupId: Name;
-  /** Records held (rows and dead letters), all partitions together, that trigger a flush (env SINK_BATCH_ROWS). */
-  batchRows: Positive;
+  /**
+   * Records held - rows and dead letters - all partitions together, that trigger a flush (env
+   * SINK_BATCH_RECORDS; SINK_BATCH_ROWS, its former name, is read when it is not set).
+   */
+  batchRecords: Positive;
   /** Bytes of record values held, all partitions together, that trigger a flush (env SINK_BATCH_BYTES). */
   batchBytes: Positive;
   /** Oldest row's age that triggers a flush, ms (env SINK_BATCH_WAIT_MS). */
@@ -257,7 +260,7 @@ export function sinkContradiction(c: SinkConfig): string | undefined {
 export function sinkConfig(env: Env): SinkConfig {
   const config = typia.assert<SinkConfig>({
     groupId: env.SINK_GROUP_ID ?? "events-sink",
-    batchRows: int(env.SINK_BATCH_ROWS, 10_000),
+    batchRecords: int(env.SINK_BATCH_RECORDS ?? env.SINK_BATCH_ROWS, 10_000),
     batchBytes: int(env.SINK_BATCH_BYTES, 16 * 1024 * 1024),
     batchWaitMs: int(env.SINK_BATCH_WAIT_MS, 1_000),
     retryMinMs: int(env.SINK_RETRY_MIN_MS, 200),

@@ -72,7 +72,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   };
   const metrics = sinkMetrics([config.kafka.topic, config.kafka.rejectedTopic]);
   const common = {
-    batchRecords: config.batchRows,
+    batchRecords: config.batchRecords,
     batchBytes: config.batchBytes,
     batchWaitMs: config.batchWaitMs,
     retryMinMs: config.retryMinMs,

@@ -63,6 +63,12 @@ test("CLICKHOUSE_TABLE may not be one of the analyst views or rejected_messages"
   );
 });
 
+test("SINK_BATCH_RECORDS counts rows and dead letters; SINK_BATCH_ROWS, its former name, still works", () => {
+  assert.is(sinkConfig({}).batchRecords, 10_000);
+  assert.is(sinkConfig({ SINK_BATCH_ROWS: "500" }).batchRecords, 500);
+  assert.is(sinkConfig({ SINK_BATCH_RECORDS: "700", SINK_BATCH_ROWS: "500" }).batchRecords, 700);
+});
+
 test("TRUST_PROXY is a count of trusted hops; true is one, unset none", () => {
   assert.is(ingestConfig({}).trustedProxies, 0);
   assert.is(ingestConfig({ TRUST_PROXY: "true" }).trustedProxies, 1);

@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   const stack = new LiveStack({
     SINK_SESSION_TIMEOUT_MS: "30000",
     SINK_BATCH_WAIT_MS: process.env.SINK_BATCH_WAIT_MS ?? "1000",
-    SINK_BATCH_ROWS: process.env.SINK_BATCH_ROWS ?? "10000",
+    SINK_BATCH_RECORDS: process.env.SINK_BATCH_RECORDS ?? process.env.SINK_BATCH_ROWS ?? "10000",
     RATE_LIMIT_PER_SECOND: "0",
     LOG_LEVEL: "warn",
     PRODUCE_TIMEOUT_MS: "10000",
