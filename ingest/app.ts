@@ -25,6 +25,7 @@ import {
   overloaded,
   rateLimited,
   tooDeep,
+  unknownProject,
   unsupportedEncoding,
   unsupportedMediaType,
   type ErrorBody,
@@ -32,6 +33,7 @@ import {
 import type { IngestMetrics } from "./metrics";
 import type { TokenBuckets } from "./ratelimit";
 import { routeTable, type Route, type Sorted } from "./routes";
+import { publicAddress, settingsDocument } from "./settings";
 import { jsonDepthOver } from "./validate";
 
 /** What the app needs from the rest of the service. */
@@ -59,6 +61,8 @@ export interface AppDeps {
   corsOrigins: string[];
   /** Seconds a client should wait after a 503. */
   retryAfterSeconds: number;
+  /** PUBLIC_URL: the address SDKs send to, in the settings document; unset, the request's own. */
+  publicUrl?: string;
   /** Per-workspace rate limit. */
   rateLimit: TokenBuckets;
   /** The OpenAPI document served at /openapi.json. */
@@ -85,6 +89,9 @@ export interface Limits {
  * with its reasons); absent when none was. The body stays empty, as the spec says.
  */
 export const REJECTED_HEADER = "X-Rejected-Messages";
+
+/** How long a CDN or browser may keep a settings document, s (writeKeys and the address rarely change). */
+const SETTINGS_MAX_AGE_SECONDS = 300;
 
 /** Content-Types whose body is read as JSON. */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
@@ -129,6 +136,13 @@ export function createApp(deps: AppDeps): Koa {
   });
   router.get("/openapi.json", (ctx) => {
     ctx.body = deps.openapi;
+  });
+  // The settings analytics.js and the mobile SDKs load first (their CDN's path, under /v1).
+  router.get("/v1/projects/:writeKey/settings", (ctx) => {
+    const writeKey = ctx.params.writeKey!;
+    if (deps.writeKeys.workspaceOf(writeKey) === undefined) throw unknownProject();
+    ctx.set("Cache-Control", `public, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
+    ctx.body = settingsDocument(writeKey, publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }));
   });
 
   const budget = new InflightBudget(deps.maxInflightBytes, deps.producerBytesHeld);
@@ -195,7 +209,8 @@ export function createApp(deps: AppDeps): Koa {
     cors({
       origin: (ctx) => corsOrigin(ctx.get("Origin"), deps.corsOrigins),
       allowMethods: ["GET", "POST", "OPTIONS"],
-      allowHeaders: ["Authorization", "Content-Type", "Content-Encoding", "PublicWriteKey"],
+      // analytics.js 1.84 sends X-Retry-Count on every retry: without it the preflight fails and no retry ever lands.
+      allowHeaders: ["Authorization", "Content-Type", "Content-Encoding", "PublicWriteKey", "X-Retry-Count", "X-Request-Id"],
       exposeHeaders: ["Retry-After", REJECTED_HEADER, "X-Request-Id"],
       maxAge: 86_400,
     }),
@@ -212,6 +227,8 @@ export function createApp(deps: AppDeps): Koa {
  * decodes them; ClickHouse refuses them).
  */
 async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Limits): Promise<Record<string, unknown> | undefined> {
+  // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
+  if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
   const type = ctx.request.is(...JSON_TYPES);
   if (type === null) throw noBody();
   if (type === false) throw unsupportedMediaType();

@@ -122,6 +122,11 @@ export function rateLimited(retryAfterSeconds: number): HttpError {
   );
 }
 
+/** 404: the settings of a writeKey that is not configured (the key itself is never echoed). */
+export function unknownProject(): HttpError {
+  return new HttpError(404, { error: "not_found", message: "no project has this writeKey" });
+}
+
 /** 404: no route for this method and path. */
 export function notFound(method: string, path: string): HttpError {
   return new HttpError(404, { error: "not_found", message: `no route ${method} ${path}` });

@@ -5,7 +5,7 @@
  */
 import typia from "typia";
 import type { ErrorBody } from "./errors";
-import { PREFIXES, SINGLE_TYPES } from "./routes";
+import { routeTable } from "./routes";
 import type { AliasBody, BatchBody, GroupBody, IdentifyBody, PageBody, ScreenBody, TrackBody } from "../schemas/messages";
 
 const collection = typia.json.schemas<[IdentifyBody, TrackBody, PageBody, ScreenBody, GroupBody, AliasBody, BatchBody, ErrorBody], "3.1">();
@@ -42,31 +42,55 @@ function withIdentityRule(schemas: Record<string, object>): Record<string, objec
 /** Builds the document; `version` is the package version. */
 export function openapiDocument(version: string): object {
   const paths: Record<string, object> = {};
-  for (const prefix of PREFIXES) {
-    for (const route of [...SINGLE_TYPES, "batch"]) {
-      const schema = { $ref: `#/components/schemas/${BODY_SCHEMAS[route]}` };
-      paths[`${prefix}/${route}`] = {
-        post: {
-          operationId: `${prefix === "/v1" ? "v1" : "apps"}_${route}`,
-          summary: route === "batch" ? "Send a batch of messages" : `Send one ${route} message`,
-          security: [{ basic: [] }, { bearer: [] }, { PublicWriteKey: [] }, {}],
-          requestBody: {
-            required: true,
-            content: { "application/json": { schema }, "text/plain": { schema } },
+  // The limit does not shape the document; only the paths and kinds are read.
+  for (const { path, kind } of routeTable({ maxBatchMessages: 1 })) {
+    const schema = { $ref: `#/components/schemas/${BODY_SCHEMAS[kind]}` };
+    const name = path.split("/").pop()!;
+    paths[path] = {
+      post: {
+        operationId: `${path.startsWith("/v1/") ? "v1" : "apps"}_${name}`,
+        summary: kind === "batch" ? "Send a batch of messages" : `Send one ${kind} message`,
+        security: [{ basic: [] }, { bearer: [] }, { PublicWriteKey: [] }, {}],
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema }, "text/plain": { schema } },
+        },
+        responses: {
+          "200": {
+            description:
+              "Every accepted message was acknowledged by Kafka (acks=all). Empty body. Refused batch items are kept in rejected_messages and counted in X-Rejected-Messages.",
+            headers: {
+              "X-Rejected-Messages": { description: "Batch items refused (absent when none)", schema: { type: "integer", minimum: 1 } },
+            },
           },
-          responses: {
-            "200": { description: "Every message was acknowledged by Kafka (acks=all). Empty body." },
-            "400": error("Invalid JSON, a field failing validation (each named in `issues`), or too many messages"),
-            "401": error("Missing, unknown or conflicting writeKey"),
-            "413": error("Body or one message over its limit"),
-            "415": error("Unsupported Content-Type or Content-Encoding"),
-            "429": error("This writeKey is over its rate limit; retry after the Retry-After header's seconds"),
-            "503": error("Kafka unavailable; retry after the Retry-After header's seconds"),
+          "400": error("Invalid JSON, no valid message in the body (each bad field named in `issues`), or too many messages"),
+          "401": error("Missing, unknown or conflicting writeKey"),
+          "413": error("Body or one message over its limit"),
+          "415": error("Unsupported Content-Type or Content-Encoding"),
+          "429": error("This writeKey is over its rate limit; retry after the Retry-After header's seconds"),
+          "503": error("Kafka unavailable, or too many request bytes in flight; retry after the Retry-After header's seconds"),
+        },
+      },
+    };
+  }
+  paths["/v1/projects/{writeKey}/settings"] = {
+    get: {
+      operationId: "v1_settings",
+      summary: "The settings document analytics.js and the mobile SDKs load first, pointing them at this ingest",
+      parameters: [{ name: "writeKey", in: "path", required: true, schema: { type: "string", minLength: 1 } }],
+      responses: {
+        "200": {
+          description: "Segment.io pointed at this ingest (apiKey, apiHost, protocol); no other destination or plugin",
+          content: {
+            "application/json": {
+              schema: { type: "object", required: ["integrations"], properties: { integrations: { type: "object" } } },
+            },
           },
         },
-      };
-    }
-  }
+        "404": error("No project has this writeKey"),
+      },
+    },
+  };
   return {
     openapi: "3.1.0",
     info: {

@@ -21,19 +21,39 @@ export interface Sorted {
   defaults: BatchDefaults;
 }
 
-/** One POST route: its path and how its body is sorted (frame issues: the whole body is refused). */
+/**
+ * Other names SDKs post to, under `/v1`. analytics.js posts each message to the first letter of
+ * its type and, with its batching strategy, to `b`; the mobile SDKs (analytics-kotlin,
+ * analytics-swift, React Native) upload to `b`; several server libraries post batches to `import`.
+ */
+export const ALIASES: Readonly<Record<string, MessageType | "batch">> = {
+  i: "identify",
+  t: "track",
+  p: "page",
+  s: "screen",
+  g: "group",
+  a: "alias",
+  b: "batch",
+  import: "batch",
+};
+
+/** One POST route: its path, what it takes, and how its body is sorted (frame issues refuse the body). */
 export interface Route {
   path: string;
+  /** The message type of a single-message route, or "batch". */
+  kind: MessageType | "batch";
   sort: (body: unknown) => Validation<Sorted>;
 }
 
-/** Every POST route, for both prefixes. */
+/** Every POST route: both prefixes' named routes, and the aliases under `/v1`. */
 export function routeTable(limits: { maxBatchMessages: number }): Route[] {
   const batch = batchSorter(limits.maxBatchMessages);
-  return PREFIXES.flatMap((prefix) => [
-    { path: `${prefix}/batch`, sort: batch },
-    ...SINGLE_TYPES.map((type) => ({ path: `${prefix}/${type}`, sort: singleSorter(type) })),
-  ]);
+  const sorters = Object.fromEntries(SINGLE_TYPES.map((type) => [type, singleSorter(type)])) as Record<MessageType, Route["sort"]>;
+  const route = (path: string, kind: MessageType | "batch"): Route => ({ path, kind, sort: kind === "batch" ? batch : sorters[kind] });
+  return [
+    ...PREFIXES.flatMap((prefix) => [route(`${prefix}/batch`, "batch"), ...SINGLE_TYPES.map((type) => route(`${prefix}/${type}`, type))]),
+    ...Object.entries(ALIASES).map(([alias, kind]) => route(`/v1/${alias}`, kind)),
+  ];
 }
 
 /** A batch body: items checked one by one (Segment: 2,500 messages per batch at most). */

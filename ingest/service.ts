@@ -94,6 +94,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     },
     trustedProxies: config.trustedProxies,
     maxInflightBytes: config.maxInflightBytes,
+    ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
     producerBytesHeld: () => accumulator.bytesHeld,
     corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,

@@ -67,6 +67,12 @@ export interface IngestConfig {
   metricsPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
   /** env WRITE_KEYS: `key=workspaceId` (or `sha256:<hex>=workspaceId`) pairs, comma-separated. */
   writeKeys: WriteKeyEntry[];
+  /**
+   * The ingest's public address as SDKs reach it, e.g. `https://ingest.example.com` (env
+   * PUBLIC_URL): the settings document points analytics.js and the mobile SDKs there. Unset, the
+   * address the settings request came to.
+   */
+  publicUrl?: Name;
   /** env WRITE_KEYS_FILE: a keys file, one entry per line, re-read when it changes. */
   writeKeysFile?: Name;
   /** pino level: fatal, error, warn, info, debug, trace (env LOG_LEVEL). */
@@ -203,6 +209,7 @@ export function ingestConfig(env: Env): IngestConfig {
     metricsPort: int(env.INGEST_METRICS_PORT, 3002),
     writeKeys: parseWriteKeys(list(env.WRITE_KEYS ?? "")),
     ...(env.WRITE_KEYS_FILE ? { writeKeysFile: env.WRITE_KEYS_FILE } : {}),
+    ...(env.PUBLIC_URL ? { publicUrl: env.PUBLIC_URL } : {}),
     logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
     maxRequestBytes: int(env.MAX_REQUEST_BYTES, 500 * 1024),
     maxMessageBytes: int(env.MAX_MESSAGE_BYTES, 32 * 1024),
@@ -232,6 +239,8 @@ export function ingestConfig(env: Env): IngestConfig {
 /** The first pair of ingest settings that contradict each other, as a message; undefined if none. */
 export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.keepAliveTimeoutMs >= c.headersTimeoutMs) return "INGEST_KEEPALIVE_TIMEOUT_MS must be below INGEST_HEADERS_TIMEOUT_MS";
+  if (c.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?$/.test(c.publicUrl))
+    return `PUBLIC_URL (${c.publicUrl}) must be http(s)://host[:port]`;
   if (c.metricsPort === c.port) return `INGEST_METRICS_PORT (${c.metricsPort}) must differ from INGEST_PORT: /metrics is not public`;
   if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
     return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;

@@ -11,13 +11,22 @@ addFormats(ajv);
 ajv.addSchema(doc, "openapi");
 const schema = (name: string) => ajv.getSchema(`openapi#/components/schemas/${name}`)!;
 
-test("the document is OpenAPI 3.1 with both route families", () => {
+test("the document is OpenAPI 3.1 with both route families, the SDKs' short paths and the settings", () => {
   assert.is((doc as { openapi?: string }).openapi, "3.1.0");
   const paths = Object.keys(doc.paths).sort();
-  assert.is(paths.length, 14);
-  assert.ok(paths.includes("/api/public/apps/identify"));
-  assert.ok(paths.includes("/api/public/apps/batch"));
-  assert.ok(paths.includes("/v1/alias"));
+  // 7 routes under each prefix, analytics.js's 6 letters, /v1/b, /v1/import, and the settings.
+  assert.is(paths.length, 14 + 8 + 1);
+  for (const path of [
+    "/api/public/apps/identify",
+    "/api/public/apps/batch",
+    "/v1/alias",
+    "/v1/t",
+    "/v1/b",
+    "/v1/import",
+    "/v1/projects/{writeKey}/settings",
+  ]) {
+    assert.ok(paths.includes(path), path);
+  }
 });
 
 test("the spec's samples validate against the document", () => {

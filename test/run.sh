@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test`: builds, installs chdb-core if missing, brings up the local stack (reusing servers
+# `npm test`: builds, installs chdb-core and Chromium if missing, brings up the local stack (reusing servers
 # that already answer), runs every uvu test - unit tests, live tests against the real Kafka and
 # ClickHouse, and current-ClickHouse checks in chdb - stops what it started, then runs the fault
 # scenarios and the API fuzz on a stack of their own (test/faults/run.sh). Exits non-zero if any
@@ -16,6 +16,11 @@ npm run --silent build || exit 1
 if ! python3 -c 'import chdb' 2>/dev/null; then
   echo "test: installing chdb-core (current ClickHouse engine for Python; first run only)..."
   python3 -m pip install --quiet --disable-pip-version-check "chdb-core>=26.9,<27" || exit 1
+fi
+# A real browser for test/browser.test.ts: Debian's Chromium, driven by puppeteer-core (no download).
+if [[ -z ${CHROMIUM_PATH:-} ]] && ! command -v chromium >/dev/null 2>&1; then
+  echo "test: installing chromium from Debian's packages (first run only)..."
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || exit 1
 fi
 stack_up || exit 1
 npx uvu dist/test '\.test\.js$' --ignore faults
