@@ -48,3 +48,43 @@ export interface RejectedRow {
   reasons: string[];
   raw: string;
 }
+
+/** Every column the sink writes to the events table (checked against the table at start). */
+export const EVENT_ROW_COLUMNS = [
+  "workspace_id",
+  "message_id",
+  "type",
+  "event",
+  "name",
+  "category",
+  "user_id",
+  "anonymous_id",
+  "group_id",
+  "previous_id",
+  "timestamp",
+  "original_timestamp",
+  "sent_at",
+  "received_at",
+  "properties",
+  "traits",
+  "context",
+  "extra",
+] as const satisfies readonly (keyof EventRow)[];
+
+/** Every column the sink writes to `rejected_messages`. */
+export const REJECTED_ROW_COLUMNS = [
+  "workspace_id",
+  "received_at",
+  "rejection_id",
+  "message_id",
+  "type",
+  "reasons",
+  "raw",
+] as const satisfies readonly (keyof RejectedRow)[];
+
+// Both lists name every field of their row: adding a field without its column fails to compile.
+type Missing<Row, Listed> = Exclude<keyof Row, Listed>;
+const _eventsComplete: Missing<EventRow, (typeof EVENT_ROW_COLUMNS)[number]> extends never ? true : never = true;
+const _rejectedComplete: Missing<RejectedRow, (typeof REJECTED_ROW_COLUMNS)[number]> extends never ? true : never = true;
+void _eventsComplete;
+void _rejectedComplete;

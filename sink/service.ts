@@ -16,14 +16,14 @@ import type { Logger } from "pino";
 import { quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
-import type { EventRow, RejectedRow } from "../schemas/row";
+import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type EventRow, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
 import { withCrashHook } from "./crash";
 import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
-import { clickhouseInsert, clickhouseProbe } from "./writer";
+import { clickhouseInsert, clickhouseProbe, missingColumns } from "./writer";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -65,6 +65,14 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   }
 
   await client.ping();
+  for (const [table, columns] of [
+    [ch.table, EVENT_ROW_COLUMNS],
+    [REJECTED_TABLE, REJECTED_ROW_COLUMNS],
+  ] as const) {
+    const missing = await missingColumns(client, ch.database, table, columns);
+    if (missing.length > 0)
+      throw new Error(`${ch.database}.${table} lacks column(s) ${missing.join(", ")}: run npm run setup (the migration) first`);
+  }
   await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
   const dlq = {
     topic: config.kafka.dlqTopic,

@@ -7,6 +7,7 @@
  * committed until this returns.
  */
 import type { ClickHouseClient } from "@clickhouse/client";
+import { columnsQuery } from "../schemas/clickhouse";
 import type { EventRow } from "../schemas/row";
 import type { BatchItem, DeadLetter } from "./batch";
 
@@ -26,6 +27,22 @@ export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table
       clickhouse_settings: { date_time_input_format: "best_effort" },
     });
   };
+}
+
+/**
+ * The columns of `table` missing from `wanted`, read from system.columns (throws if ClickHouse
+ * does not answer). A sink newer than its table would otherwise see every row refused ("Unknown
+ * field", a data error) and dead-letter all of them: it refuses to start instead.
+ */
+export async function missingColumns(
+  client: ClickHouseClient,
+  database: string,
+  table: string,
+  wanted: readonly string[],
+): Promise<string[]> {
+  const result = await client.query({ query: columnsQuery(database, table), format: "JSONEachRow" });
+  const have = new Set((await result.json<{ name: string }>()).map((c) => c.name));
+  return wanted.filter((c) => !have.has(c));
 }
 
 /**

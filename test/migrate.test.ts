@@ -306,4 +306,19 @@ live("rejected_messages on 18.16: exactly its columns; a retried refusal is one 
   assert.equal(await select(FINAL_REJECTED(db)), [{ received_at: "2026-11-23 10:00:02", reasons: ["batch[3].event: string (required)"] }]);
 });
 
+live("a sink newer than its table refuses to start, naming the missing column, instead of dead-lettering every row", async () => {
+  const env = { CLICKHOUSE_DATABASE: fresh("s") };
+  await stack.run("sink/setup.js", env);
+  await ch.command({ query: `ALTER TABLE ${env.CLICKHOUSE_DATABASE}.events DROP COLUMN extra` });
+  const sink = stack.spawn("sink/main.js", env);
+  const { code } = await sink.exited;
+  assert.is(code, 1, sink.output());
+  assert.match(sink.output(), /lacks column\(s\) extra: run npm run setup/);
+  await stack.run("sink/setup.js", env); // the migration adds the column back
+  const [found] = await select<{ n: string }>(
+    `SELECT count() AS n FROM system.columns WHERE database = '${env.CLICKHOUSE_DATABASE}' AND table = 'events' AND name = 'extra'`,
+  );
+  assert.is(found!.n, "1");
+});
+
 live.run();
