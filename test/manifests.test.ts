@@ -421,6 +421,13 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
       if (!(c.ports ?? []).some((p: Json) => p.containerPort === Number(data.INGEST_PORT ?? 3000) && p.name === "http")) {
         out.push("Deployment/segment-ingest: port http must be INGEST_PORT");
       }
+      const metricsPort = Number(data.INGEST_METRICS_PORT ?? 3002);
+      if (!(c.ports ?? []).some((p: Json) => p.containerPort === metricsPort && p.name === "metrics")) {
+        out.push("Deployment/segment-ingest: port metrics must be INGEST_METRICS_PORT");
+      }
+      if (String(ingest.spec.template.metadata?.annotations?.["prometheus.io/port"]) !== String(metricsPort)) {
+        out.push("Deployment/segment-ingest: prometheus.io/port must be INGEST_METRICS_PORT, not the public port");
+      }
       const preStop = c.lifecycle?.preStop;
       const sleep = Number(preStop?.sleep?.seconds ?? (preStop?.exec?.command?.[0] === "sleep" ? preStop.exec.command[1] : 0));
       if (!(sleep > 0)) out.push("Deployment/segment-ingest: preStop must sleep so endpoints are removed before SIGTERM");
