@@ -169,8 +169,9 @@ export function createApp(deps: AppDeps): Koa {
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const { records, refusals } = toRecords(sorted.value, receipt, limits);
-      if (records.length > 0) {
-        const allowed = deps.rateLimit.take(auth.workspaceId, records.length, performance.now());
+      // Refused items are stored too, so they count against the workspace's rate like messages.
+      if (records.length + refusals.length > 0) {
+        const allowed = deps.rateLimit.take(auth.workspaceId, records.length + refusals.length, performance.now());
         if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       }
       // The refused items are stored (acks=all) before either answer, so none is lost silently.

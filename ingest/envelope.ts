@@ -66,27 +66,34 @@ export interface Refusal {
   reasons: string[];
 }
 
+/** Most reasons kept per refused item, and characters per reason (the record stays bounded). */
+const MAX_REASONS = 20;
+const MAX_REASON_CHARS = 200;
+
 /**
- * One record per refused item for the rejected topic (key = rejectionId). The item's JSON is
- * kept whole up to `maxRawBytes` (then cut, and a reason says so), so one record stays under
- * the broker's limit. Pure.
+ * One record per refused item for the rejected topic (key = rejectionId). The item's JSON, less
+ * any `writeKey` (it never reaches the topic), is kept whole while its escaped form fits
+ * `maxRawBytes`, else cut (and a reason says so); reasons are capped too, so one record stays
+ * within maxRawBytes + about 5 KB, under the broker's limit. Pure.
  */
 export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number): EventRecord[] {
   return refusals.map(({ item, reasons }) => {
-    let raw = JSON.stringify(item) ?? "null";
-    const why = [...reasons];
-    if (Buffer.byteLength(raw, "utf8") > maxRawBytes) {
-      why.push(`raw: cut to ${maxRawBytes} bytes of ${Buffer.byteLength(raw, "utf8")}`);
-      raw = Buffer.from(raw, "utf8").subarray(0, maxRawBytes).toString("utf8");
-    }
-    const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
-    const messageId = typeof fields.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
+    const fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
+    const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
+    let raw = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
+    const why = reasons.slice(0, MAX_REASONS).map((r) => r.slice(0, MAX_REASON_CHARS));
+    if (reasons.length > MAX_REASONS) why.push(`and ${reasons.length - MAX_REASONS} more reason(s)`);
+    const fullBytes = Buffer.byteLength(raw, "utf8");
+    // The envelope escapes raw again (quotes, control characters): cut until the escaped form fits.
+    while (Buffer.byteLength(JSON.stringify(raw), "utf8") > maxRawBytes) raw = raw.slice(0, Math.floor(raw.length * 0.8));
+    if (Buffer.byteLength(raw, "utf8") < fullBytes) why.push(`raw: cut to ${Buffer.byteLength(raw, "utf8")} bytes of ${fullBytes}`);
+    const messageId = typeof fields?.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
     const envelope: RejectedEnvelope = {
       workspaceId: receipt.workspaceId,
       receivedAt: receipt.receivedAt,
       rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${raw}`).digest("hex"),
       messageId,
-      type: typeof fields.type === "string" ? fields.type.slice(0, 100) : "",
+      type: typeof fields?.type === "string" ? fields.type.slice(0, 100) : "",
       reasons: why,
       raw,
     };

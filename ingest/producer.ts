@@ -76,6 +76,8 @@ export interface AccumulatorOptions {
 
 interface Pending {
   records: EventRecord[];
+  /** recordBytes of each record, computed once. */
+  sizes: number[];
   settle: (error?: unknown) => void;
 }
 
@@ -104,11 +106,12 @@ export class Accumulator {
    */
   produce(records: EventRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
+    const sizes = records.map(recordBytes);
     const acked = new Promise<void>((resolve, reject) => {
-      this.pending.push({ records, settle: (error) => (error === undefined ? resolve() : reject(error)) });
+      this.pending.push({ records, sizes, settle: (error) => (error === undefined ? resolve() : reject(error)) });
     });
     this.pendingRecords += records.length;
-    for (const r of records) this.pendingBytes += recordBytes(r);
+    for (const size of sizes) this.pendingBytes += size;
     if (this.pendingRecords >= this.options.maxBatch || this.pendingBytes >= (this.options.maxBytes ?? Infinity)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.options.lingerMs);
     return withDeadline(acked, this.options.timeoutMs);
@@ -125,12 +128,33 @@ export class Accumulator {
     this.sendingBytes += this.pendingBytes;
     this.pendingBytes = 0;
     const records: EventRecord[] = [];
-    for (const p of batch) for (const r of p.records) records.push(r);
-    const chunks = this.options.maxBytes === undefined ? [records] : chunkByBytes(records, this.options.maxBytes, recordBytes);
-    const sends = chunks.map((chunk) => this.send(chunk));
-    // Each request waits for the sends holding its records (contiguous, in order).
-    const chunkOf: number[] = []; // flat record index -> chunk index
-    chunks.forEach((c, i) => c.forEach(() => chunkOf.push(i)));
+    const sizes: number[] = [];
+    for (const p of batch) {
+      for (const r of p.records) records.push(r);
+      for (const size of p.sizes) sizes.push(size);
+    }
+    // Chunks of record indexes, each under maxBytes; a request's records are contiguous, in order.
+    const indexes = records.map((_, i) => i);
+    const chunks = this.options.maxBytes === undefined ? [indexes] : chunkByBytes(indexes, this.options.maxBytes, (i) => sizes[i]!);
+    const chunkOf: number[] = []; // record index -> chunk index
+    const sends = chunks.map((chunk, c) => {
+      let bytes = 0;
+      for (const i of chunk) {
+        chunkOf[i] = c;
+        bytes += sizes[i]!;
+      }
+      const sent = this.send(chunk.map((i) => records[i]!));
+      const settled = sent.then(
+        () => {},
+        () => {},
+      );
+      // A request past its deadline is answered, but kafkajs still holds its records until the
+      // send settles: they count until then.
+      void settled.then(() => (this.sendingBytes -= bytes));
+      this.inFlight.add(settled);
+      void settled.finally(() => this.inFlight.delete(settled));
+      return sent;
+    });
     let start = 0;
     for (const p of batch) {
       const first = chunkOf[start]!;
@@ -141,18 +165,6 @@ export class Accumulator {
         (error: unknown) => p.settle(error ?? new Error("send failed")),
       );
     }
-    sends.forEach((sent, i) => {
-      const bytes = chunks[i]!.reduce((n, r) => n + recordBytes(r), 0);
-      const settled = sent.then(
-        () => {},
-        () => {},
-      );
-      // A request past its deadline is answered, but kafkajs still holds its records until the
-      // send settles: they count until then.
-      void settled.then(() => (this.sendingBytes -= bytes));
-      this.inFlight.add(settled);
-      void settled.finally(() => this.inFlight.delete(settled));
-    });
   }
 
   /** Bytes of records pending or sent and not yet settled (recordBytes): what this holds in memory. */

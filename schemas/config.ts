@@ -250,7 +250,8 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.maxInflightBytes < c.maxRequestBytes) {
     return `INGEST_MAX_INFLIGHT_BYTES (${c.maxInflightBytes}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): no compressed request could be read`;
   }
-  if (c.maxMessageBytes + 1_024 > c.kafka.maxMessageBytes) {
+  // A refused item's record holds up to MAX_MESSAGE_BYTES of raw JSON plus about 5 KB of reasons.
+  if (c.maxMessageBytes + 8_192 > c.kafka.maxMessageBytes) {
     return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) does not fit in KAFKA_MAX_MESSAGE_BYTES (${c.kafka.maxMessageBytes})`;
   }
   if (c.produceTimeoutMs >= c.requestTimeoutMs) return "PRODUCE_TIMEOUT_MS must be below INGEST_REQUEST_TIMEOUT_MS";

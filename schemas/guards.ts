@@ -6,7 +6,6 @@ import typia from "typia";
 import type { Envelope, RejectedEnvelope } from "./envelope";
 import type {
   AliasBody,
-  BatchBody,
   BatchFrame,
   GroupBody,
   IdentifyBody,
@@ -17,9 +16,6 @@ import type {
   ScreenBody,
   TrackBody,
 } from "./messages";
-
-/** Body of POST .../batch. */
-export const validateBatchBody = typia.createValidate<BatchBody>();
 
 /** A batch body's frame: everything but the items. */
 export const validateBatchFrame = typia.createValidate<BatchFrame>();

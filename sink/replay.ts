@@ -1,5 +1,5 @@
 /**
- * DLQ replay: sends every dead letter not yet replayed back to the events topic with its
+ * DLQ replay: sends every dead letter not yet replayed back to the topic it came from with its
  * original key and value, once the cause is fixed. Progress is the offset of its own consumer
  * group, committed after the broker acknowledged the re-sent records, so a replay interrupted at
  * any point resumes without skipping; re-sent records that still fail are dead-lettered again
@@ -8,6 +8,7 @@
 import type { Kafka } from "kafkajs";
 import { Partitioners } from "kafkajs";
 import type { KafkaConfig } from "../schemas/config";
+import { DLQ_HEADERS } from "../schemas/envelope";
 
 /** Replays up to the DLQ's end as it was when called; resolves with the count re-sent. */
 export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, groupId: string): Promise<number> {
@@ -49,7 +50,13 @@ export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, group
               const end = ends.get(batch.partition) ?? 0n;
               const messages = batch.messages.filter((m) => BigInt(m.offset) < end);
               if (messages.length > 0) {
-                await producer.send({ topic: config.topic, acks: -1, messages: messages.map((m) => ({ key: m.key, value: m.value })) });
+                // Each dead letter goes back to the topic it came from (events or rejected items).
+                const byTopic = new Map<string, { key: Buffer | null; value: Buffer | null }[]>();
+                for (const m of messages) {
+                  const topic = replayTopic(m.headers?.[DLQ_HEADERS.source]?.toString(), config);
+                  byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key: m.key, value: m.value }]);
+                }
+                await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) });
                 replayed += messages.length;
                 const last = messages[messages.length - 1]!.offset;
                 resolveOffset(last);
@@ -69,4 +76,14 @@ export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, group
     await Promise.all([consumer.disconnect(), producer.disconnect()]);
   }
   return replayed;
+}
+
+/**
+ * The topic a dead letter is replayed to: the one its `dlq-source` header (`topic/partition/offset`)
+ * names when that is the events or the rejected topic, else the events topic (a letter written by
+ * a tool, or before the header existed). Pure.
+ */
+export function replayTopic(source: string | undefined, config: Pick<KafkaConfig, "topic" | "rejectedTopic">): string {
+  const topic = source?.slice(0, source.lastIndexOf("/", source.lastIndexOf("/") - 1));
+  return topic === config.rejectedTopic ? config.rejectedTopic : config.topic;
 }

@@ -156,7 +156,8 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
 async function readLag(admin: Admin, groups: Record<string, string>, metrics: SinkMetrics): Promise<void> {
   for (const [topic, groupId] of Object.entries(groups)) {
     const [ends, [committed]] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
-    const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset === "-1" ? "0" : p.offset)]));
+    // -1: nothing committed yet; the lag is then the whole retained partition (from its low mark).
+    const done = new Map((committed?.partitions ?? []).filter((p) => p.offset !== "-1").map((p) => [p.partition, BigInt(p.offset)]));
     for (const end of ends) {
       const lag = BigInt(end.high) - (done.get(end.partition) ?? BigInt(end.low));
       metrics.consumerLag.set({ topic, partition: String(end.partition) }, Number(lag > 0n ? lag : 0n));
