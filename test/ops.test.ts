@@ -87,35 +87,38 @@ ops("metrics of ingest and sink appear and move after a batch; no ids or keys in
   console.log(`\n  /metrics after a batch of 25:\n    ${[...shown, ...sinkShown].join("\n    ")}`);
 });
 
-ops("keys CLI round trip: create -> the key authenticates -> revoke -> 401, without a restart", async () => {
-  const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", "ws-keys"]);
+/**
+ * Creates a key for `workspaceId` with the keys CLI and waits until the running ingest accepts it;
+ * returns a function posting one track event with that key (resolving with the status).
+ */
+async function newKeyPoster(workspaceId: string): Promise<() => Promise<number>> {
+  const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", workspaceId]);
   assert.is((await create.exited).code, 0, create.output());
   const key = create
     .output()
     .split("\n")
-    .find((l) => l.startsWith("wk_"))!;
+    .find((l) => l.startsWith("wk_"));
   assert.ok(key, create.output());
-  const post = () => stack.post("/v1/track", { event: "Keyed", userId: "u", messageId: randomUUID() }, { authorization: basic(key) });
-  await waitFor("the new key to authenticate", async () => ((await post()).status === 200 ? true : undefined), 10_000);
+  const post = async () =>
+    (await stack.post("/v1/track", { event: "Keyed", userId: "u", messageId: randomUUID() }, { authorization: basic(key!) })).status;
+  await waitFor("the new key to authenticate", async () => ((await post()) === 200 ? true : undefined), 10_000);
+  return post;
+}
+
+ops("keys CLI round trip: create -> the key authenticates -> revoke -> 401, without a restart", async () => {
+  const post = await newKeyPoster("ws-keys");
   const revoke = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "revoke", "ws-keys"]);
   assert.is((await revoke.exited).code, 0, revoke.output());
-  await waitFor("the revoked key to be refused", async () => ((await post()).status === 401 ? true : undefined), 10_000);
+  await waitFor("the revoked key to be refused", async () => ((await post()) === 401 ? true : undefined), 10_000);
   assert.is(stack.ingest!.child.exitCode, null, "the same ingest process");
 });
 
 ops("a keys file that disappears keeps the last good keys (and says so); its return is read again", async () => {
-  const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", "ws-vanish"]);
-  assert.is((await create.exited).code, 0, create.output());
-  const key = create
-    .output()
-    .split("\n")
-    .find((l) => l.startsWith("wk_"))!;
-  const post = () => stack.post("/v1/track", { event: "Kept", userId: "u", messageId: randomUUID() }, { authorization: basic(key) });
-  await waitFor("the new key to authenticate", async () => ((await post()).status === 200 ? true : undefined), 10_000);
+  const post = await newKeyPoster("ws-vanish");
   const saved = readFileSync(keysFile, "utf8");
   rmSync(keysFile);
   await waitFor("the ingest to notice", async () => (stack.ingest!.output().includes("keys file is gone") ? true : undefined), 10_000);
-  assert.is((await post()).status, 200, "the key still authenticates while the file is gone");
+  assert.is(await post(), 200, "the key still authenticates while the file is gone");
   // A Secret remount puts the file back, without the key this time: now it is revoked.
   writeFileSync(
     keysFile,
@@ -124,7 +127,7 @@ ops("a keys file that disappears keeps the last good keys (and says so); its ret
       .filter((l) => !l.endsWith("=ws-vanish"))
       .join("\n"),
   );
-  await waitFor("the key to be refused once the file says so", async () => ((await post()).status === 401 ? true : undefined), 10_000);
+  await waitFor("the key to be refused once the file says so", async () => ((await post()) === 401 ? true : undefined), 10_000);
 });
 
 ops("request ids: a client's X-Request-Id is echoed, others get a new one", async () => {
