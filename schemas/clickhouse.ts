@@ -1,14 +1,19 @@
 /**
  * The ClickHouse model, in two dialects chosen by server version at migration time.
  *
- * `events` is the complete record. ReplacingMergeTree collapses rows sharing the ORDER BY key
- * (workspace_id, message_id) within a partition, so PARTITION BY must be equal for every retry
- * of a message: no partitioning by receive time, or by a timestamp that defaults to it.
- * The analyst views (one per message type, and `users`) read `events FINAL`, so every query on
- * them is deduplicated without the analyst having to remember FINAL. `rejected_messages` keeps
- * what the ingest refused. A view is only replaced when schemas/ownership.ts found it to be ours:
- * the statements here never drop or replace an object they were not told is ours.
+ * `events` is the complete record, laid out for time-window queries: PARTITION BY month of
+ * `event_date`, ORDER BY (workspace_id, event_date, type, message_id). ReplacingMergeTree only
+ * collapses rows with equal sorting keys in the same partition, so `event_date` must be equal for
+ * every retry of a message: it is the UTC day of the client's own `timestamp` (kept by SDKs
+ * across retries, whatever sentAt each attempt carries), and of receivedAt only for a message
+ * sent without one (EVENT_DATE). The per-type views read `events FINAL`.
+ * `users` and `identities` are AggregatingMergeTree tables fed at insert time by materialized
+ * views over `events`, with aggregates that give the same answer when a retry is counted twice
+ * (argMax, min, max, uniq). `rejected_messages` keeps what the ingest refused. An object is only
+ * replaced when schemas/ownership.ts found it to be ours.
  */
+
+import { EVENT_ROW_COLUMNS } from "./row";
 
 /** Which DDL a server gets. `legacy` is ClickHouse < 20 (no DateTime64; the 18.16 of Debian 12). */
 export type Dialect = "current" | "legacy";
@@ -32,11 +37,10 @@ const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][
   ["extra", "String", "context"],
 ];
 
-/** `CREATE TABLE IF NOT EXISTS` for the events table; idempotent. */
-export function eventsTableDdl(dialect: Dialect, database: string, table: string): string {
-  const t = TYPES[dialect];
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(table)} (
-  workspace_id ${t.lowString},
+/** The events table's columns, in order, with their types (event_date is the sorting day). */
+function eventColumns(d: Dialect, withEventDate: boolean): string {
+  const t = TYPES[d];
+  return `  workspace_id ${t.lowString},
   message_id String,
   type ${t.lowString},
   event String,
@@ -49,15 +53,117 @@ export function eventsTableDdl(dialect: Dialect, database: string, table: string
   timestamp ${t.time},
   original_timestamp Nullable(${t.time}),
   sent_at Nullable(${t.time}),
-  received_at ${t.time},
+  received_at ${t.time},${withEventDate ? `\n  event_date Date MATERIALIZED ${EVENT_DATE},` : ""}
   properties String,
   traits String,
   context String,
-  extra String
+  extra String`;
+}
+
+/**
+ * The sorting day: the UTC day of the client's timestamp, else of received_at. Computed by the
+ * server at every insert (MATERIALIZED), so sinks of any release, and copies from an older
+ * table, give a retry the same day: SDKs keep a message's timestamp across retries whatever
+ * sentAt each attempt carries, where the skew-corrected `timestamp` moves with the latency.
+ */
+export const EVENT_DATE = "toDate(ifNull(original_timestamp, received_at), 'UTC')";
+
+/** The events table's sorting key, as system.tables reports it without spaces or quotes. */
+export const EVENTS_SORTING_KEY = "workspace_id,event_date,type,message_id";
+
+/** The sorting key of the events table made by releases before the time-ordered layout. */
+export const UNPARTITIONED_SORTING_KEY = "workspace_id,message_id";
+
+/**
+ * `CREATE TABLE IF NOT EXISTS` for the events table; idempotent. With `retentionDays` on current
+ * ClickHouse, a TTL drops whole parts whose rows are all older than that many days
+ * (`ttl_only_drop_parts`); 18.16 has no TTL, so there retention is `partitionsToDrop`.
+ */
+export function eventsTableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number): string {
+  const ttl = dialect === "current" && retentionDays !== undefined ? `\n${retentionTtl(retentionDays)}` : "";
+  const settings = dialect === "current" ? "\nSETTINGS ttl_only_drop_parts = 1" : "";
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(table)} (
+${eventColumns(dialect, true)}
+)
+ENGINE = ReplacingMergeTree(received_at)
+PARTITION BY toYYYYMM(event_date)
+ORDER BY (workspace_id, event_date, type, message_id)${ttl}${settings}`;
+}
+
+/**
+ * The events table as releases before the time-ordered layout made it: no partitions, ORDER BY
+ * (workspace_id, message_id), no event_date. Kept for migration tests and the query benchmark.
+ */
+export function unpartitionedEventsTableDdl(dialect: Dialect, database: string, table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(table)} (
+${eventColumns(dialect, false)}
 )
 ENGINE = ReplacingMergeTree(received_at)
 ORDER BY (workspace_id, message_id)`;
 }
+
+/** The TTL clause for RETENTION_DAYS (current ClickHouse). */
+export function retentionTtl(days: number): string {
+  return `TTL event_date + toIntervalDay(${Math.trunc(days)})`;
+}
+
+/**
+ * Statements that bring an existing events table's TTL to RETENTION_DAYS on current ClickHouse,
+ * given its stored CREATE query: MODIFY TTL when the clause differs, REMOVE TTL when retention
+ * is unset and the table has one; none on 18.16 (no TTL there).
+ */
+export function retentionDdl(dialect: Dialect, database: string, table: string, createQuery: string, retentionDays?: number): string[] {
+  if (dialect !== "current") return [];
+  const name = `${quoteIdent(database)}.${quoteIdent(table)}`;
+  const current = /\bTTL\s+(.*?)(?:\s+SETTINGS\b|$)/s.exec(createQuery)?.[1]?.trim();
+  if (retentionDays === undefined) return current === undefined ? [] : [`ALTER TABLE ${name} REMOVE TTL`];
+  const wanted = retentionTtl(retentionDays);
+  const same = current !== undefined && current.replace(/\s+/g, "") === wanted.slice(4).replace(/\s+/g, "");
+  return same ? [] : [`ALTER TABLE ${name} MODIFY SETTING ttl_only_drop_parts = 1`, `ALTER TABLE ${name} MODIFY ${wanted}`];
+}
+
+/**
+ * The partitions (YYYYMM ids of `toYYYYMM(event_date)`) that retention drops: those whose last
+ * day is before `today - retentionDays`, so no row that should be kept is in one. `today` is a
+ * UTC date, YYYY-MM-DD. Pure. The rows of a partially expired month stay until the month ends.
+ */
+export function partitionsToDrop(partitions: readonly string[], today: string, retentionDays: number): string[] {
+  const cutoff = Date.parse(`${today}T00:00:00Z`) - retentionDays * 86_400_000;
+  return partitions.filter((id) => {
+    if (!/^\d{6}$/.test(id)) return false;
+    const year = Number(id.slice(0, 4));
+    const month = Number(id.slice(4, 6));
+    if (month < 1 || month > 12) return false;
+    const firstOfNext = Date.UTC(year, month, 1); // month is 1-based, so this is the next month
+    return firstOfNext <= cutoff;
+  });
+}
+
+/** The active partitions of a table, for partitionsToDrop. */
+export function partitionsQuery(database: string, table: string): string {
+  return `SELECT DISTINCT partition_id AS id FROM system.parts
+WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND active ORDER BY id`;
+}
+
+/** `ALTER TABLE ... DROP PARTITION` for one partition id (YYYYMM, the value of toYYYYMM). Throws on another shape. */
+export function dropPartitionDdl(database: string, table: string, id: string): string {
+  if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
+  return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(table)} DROP PARTITION ${id}`;
+}
+
+/**
+ * `INSERT ... SELECT` copying rows of an events table (either layout; it must have every column
+ * the sink writes) into one of the current layout, which computes event_date (EVENT_DATE).
+ * Reads `from` FINAL, so rows the old key collapsed (one messageId, two client timestamps, which
+ * the new key keeps apart) arrive as the one row a FINAL query saw. `where` narrows the rows.
+ */
+export function copyEventsSql(database: string, from: string, to: string, where?: string): string {
+  const columns = EVENT_ROW_COLUMNS.join(", ");
+  return `INSERT INTO ${quoteIdent(database)}.${quoteIdent(to)} (${columns})
+SELECT ${columns}
+FROM ${quoteIdent(database)}.${quoteIdent(from)} FINAL${where === undefined ? "" : `\nWHERE ${where}`}`;
+}
+
 
 /**
  * `ALTER TABLE ... ADD COLUMN` for the columns a table made by an older release lacks, given the
@@ -97,8 +203,14 @@ export const TYPE_VIEWS = {
   alias: "aliases",
 } as const;
 
-/** The view of the latest traits per (workspace_id, user_id). */
-export const USERS_VIEW = "users";
+/** Tables kept at insert time by materialized views over events, and those views' names. */
+export const USERS_TABLE = "users";
+export const IDENTITIES_TABLE = "identities";
+export const USERS_MV = "users_mv";
+export const IDENTITIES_MV = "identities_mv";
+
+/** Steps of setup that ran to the end (backfills), so a crashed one is run again. */
+export const MIGRATIONS_TABLE = "schema_migrations";
 
 /** Columns every per-type view has, typed. */
 function commonColumns(d: Dialect): string[] {
@@ -111,6 +223,7 @@ function commonColumns(d: Dialect): string[] {
     "original_timestamp",
     "sent_at",
     "received_at",
+    "event_date",
     `${jsonString(d, "context", "ip")} AS context_ip`,
     `${jsonString(d, "context", "userAgent")} AS context_user_agent`,
     `${jsonString(d, "context", "library", "name")} AS context_library_name`,
@@ -139,9 +252,9 @@ function typeColumns(d: Dialect): Record<keyof typeof TYPE_VIEWS, string[]> {
   };
 }
 
-/** Every analyst view name: the per-type views, then `users`. */
+/** Every analyst view name (the per-type views). */
 export function viewNames(): string[] {
-  return [...Object.values(TYPE_VIEWS), USERS_VIEW];
+  return Object.values(TYPE_VIEWS);
 }
 
 /**
@@ -158,26 +271,6 @@ export function viewsDdl(dialect: Dialect, database: string, table: string, ours
 FROM ${source}
 WHERE type = '${type}'`,
   ]);
-  // ClickHouse aliases are query-wide, so the aggregates get other names inside and are renamed outside.
-  views.push([
-    USERS_VIEW,
-    `SELECT workspace_id, user_id,
-  last_traits AS traits,
-  ${jsonString(dialect, "last_traits", "email")} AS email,
-  last_anonymous_id AS anonymous_id,
-  first_identified_at, last_identified_at, identifies
-FROM (
-  SELECT workspace_id, user_id,
-    argMax(traits, timestamp) AS last_traits,
-    argMax(anonymous_id, timestamp) AS last_anonymous_id,
-    min(timestamp) AS first_identified_at,
-    max(timestamp) AS last_identified_at,
-    count() AS identifies
-  FROM ${source}
-  WHERE type = 'identify' AND user_id != ''
-  GROUP BY workspace_id, user_id
-)`,
-  ]);
   return views.flatMap(([name, select]) => {
     const view = `${quoteIdent(database)}.${quoteIdent(name)}`;
     if (!ours.has(name)) return [`CREATE VIEW ${view} AS ${select}`];
@@ -188,8 +281,8 @@ FROM (
 }
 
 /** The statements creating the database and the events table; safe to run again. */
-export function tableDdl(dialect: Dialect, database: string, table: string): string[] {
-  return [`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)}`, eventsTableDdl(dialect, database, table)];
+export function tableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number): string[] {
+  return [`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)}`, eventsTableDdl(dialect, database, table, retentionDays)];
 }
 
 /** The table of items the ingest refused, kept for operators and analysts. */
@@ -217,9 +310,134 @@ ENGINE = ReplacingMergeTree(received_at)
 ORDER BY (workspace_id, rejection_id)`;
 }
 
-/** Names migrate creates beside the events table: the analyst views and `rejected_messages`. */
+/** Names migrate creates beside the events table: views, users, identities, their feeds, rejected_messages. */
 export function reservedTableNames(): string[] {
-  return [...viewNames(), REJECTED_TABLE];
+  return [...viewNames(), USERS_TABLE, IDENTITIES_TABLE, USERS_MV, IDENTITIES_MV, REJECTED_TABLE, MIGRATIONS_TABLE];
+}
+
+/** A DateTime of the epoch in the dialect's time type: the "never" of argMax below. */
+function epoch(d: Dialect): string {
+  return d === "current" ? "toDateTime64(0, 3, 'UTC')" : "toDateTime(0)";
+}
+
+/**
+ * `users`: one row per (workspace_id, user_id) after merges, so reading one user is a key lookup.
+ * Read with the -Merge functions: `argMaxMerge(traits)` is the traits object of the user's
+ * latest identify by event time (the whole object, not merged key by key; '{}' before any
+ * identify), `argMaxMerge(anonymous_id)` the latest anonymousId seen with the user,
+ * `minMerge(first_seen)` / `maxMerge(last_seen)` the first and last event time of any message,
+ * `uniqMerge(events)` how many messages (ClickHouse uniq: a retry is not counted again; exact
+ * up to hash collisions below 65,536 per user, about 1% error above).
+ */
+export function usersTableDdl(dialect: Dialect, database: string): string {
+  const t = TYPES[dialect];
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)} (
+  workspace_id ${t.lowString},
+  user_id String,
+  traits AggregateFunction(argMax, String, ${t.time}),
+  anonymous_id AggregateFunction(argMax, String, ${t.time}),
+  first_seen AggregateFunction(min, ${t.time}),
+  last_seen AggregateFunction(max, ${t.time}),
+  events AggregateFunction(uniq, String)
+)
+ENGINE = AggregatingMergeTree
+ORDER BY (workspace_id, user_id)`;
+}
+
+/** The SELECT feeding `users` from events rows (the materialized view's and the backfill's). */
+function usersSelect(dialect: Dialect, database: string, table: string): string {
+  const never = epoch(dialect);
+  return `SELECT workspace_id, user_id,
+  argMaxState(if(type = 'identify', traits, '{}'), if(type = 'identify', timestamp, ${never})) AS traits,
+  argMaxState(anonymous_id, if(anonymous_id != '', timestamp, ${never})) AS anonymous_id,
+  minState(timestamp) AS first_seen,
+  maxState(timestamp) AS last_seen,
+  uniqState(message_id) AS events
+FROM ${quoteIdent(database)}.${quoteIdent(table)}
+WHERE user_id != ''
+GROUP BY workspace_id, user_id`;
+}
+
+/**
+ * `identities`: which anonymousId (or alias previousId) belongs to which userId, one row per
+ * (workspace_id, anonymous_id, user_id), from identify messages carrying both ids and alias
+ * messages (previousId -> userId). Not transitive: alias a -> b then b -> c gives two rows.
+ * `minMerge(first_linked_at)` / `maxMerge(last_linked_at)` are event times.
+ */
+export function identitiesTableDdl(dialect: Dialect, database: string): string {
+  const t = TYPES[dialect];
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(IDENTITIES_TABLE)} (
+  workspace_id ${t.lowString},
+  anonymous_id String,
+  user_id String,
+  first_linked_at AggregateFunction(min, ${t.time}),
+  last_linked_at AggregateFunction(max, ${t.time})
+)
+ENGINE = AggregatingMergeTree
+ORDER BY (workspace_id, anonymous_id, user_id)`;
+}
+
+/**
+ * The SELECT feeding `identities`. The output alias `anonymous_id` shadows the column in WHERE
+ * and GROUP BY on 18.16 and not on current ClickHouse; the conditions are written so both
+ * readings select the same rows (for an identify the alias equals the column).
+ */
+function identitiesSelect(database: string, table: string): string {
+  return `SELECT workspace_id, if(type = 'alias', previous_id, anonymous_id) AS anonymous_id, user_id,
+  minState(timestamp) AS first_linked_at,
+  maxState(timestamp) AS last_linked_at
+FROM ${quoteIdent(database)}.${quoteIdent(table)}
+WHERE user_id != '' AND ((type = 'identify' AND anonymous_id != '') OR (type = 'alias' AND previous_id != ''))
+GROUP BY workspace_id, anonymous_id, user_id`;
+}
+
+/** What feeds one aggregate table: its name, its materialized view, and the shared SELECT. */
+export interface Feed {
+  table: typeof USERS_TABLE | typeof IDENTITIES_TABLE;
+  view: typeof USERS_MV | typeof IDENTITIES_MV;
+  /** CREATE TABLE IF NOT EXISTS for the target. */
+  tableDdl: string;
+  /** CREATE MATERIALIZED VIEW ... TO the target, reading the events table. */
+  viewDdl: string;
+  /** INSERT ... SELECT of every events row into the target; safe to repeat (idempotent aggregates). */
+  backfill: string;
+}
+
+/**
+ * `users` and `identities` with their feeds. Every aggregate gives the same state when a row is
+ * counted twice, so the backfill may overlap what the view already inserted (and retries of a
+ * message, not yet collapsed in events, count once).
+ */
+export function feeds(dialect: Dialect, database: string, table: string): Feed[] {
+  const into = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
+  const users = usersSelect(dialect, database, table);
+  const identities = identitiesSelect(database, table);
+  return [
+    {
+      table: USERS_TABLE,
+      view: USERS_MV,
+      tableDdl: usersTableDdl(dialect, database),
+      viewDdl: `CREATE MATERIALIZED VIEW ${into(USERS_MV)} TO ${into(USERS_TABLE)} AS ${users}`,
+      backfill: `INSERT INTO ${into(USERS_TABLE)} ${users}`,
+    },
+    {
+      table: IDENTITIES_TABLE,
+      view: IDENTITIES_MV,
+      tableDdl: identitiesTableDdl(dialect, database),
+      viewDdl: `CREATE MATERIALIZED VIEW ${into(IDENTITIES_MV)} TO ${into(IDENTITIES_TABLE)} AS ${identities}`,
+      backfill: `INSERT INTO ${into(IDENTITIES_TABLE)} ${identities}`,
+    },
+  ];
+}
+
+/** The table recording finished setup steps (a backfill is recorded once it completed). */
+export function migrationsTableDdl(database: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} (
+  step String,
+  done_at DateTime
+)
+ENGINE = MergeTree
+ORDER BY step`;
 }
 
 /**

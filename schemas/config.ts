@@ -42,6 +42,12 @@ export interface ClickHouseConfig {
   database: Name;
   /** env CLICKHOUSE_TABLE. */
   table: Name;
+  /**
+   * Days of events kept, by event_date (env RETENTION_DAYS; unset keeps them forever). Whole
+   * months are dropped once wholly older: a TTL on current ClickHouse, the sink's hourly
+   * partition drop (and `npm run cli -- retention`) on 18.16.
+   */
+  retentionDays?: Positive;
 }
 
 /** One accepted writeKey, held only as its SHA-256, and the workspace it belongs to. */
@@ -192,6 +198,7 @@ export function clickhouseConfig(env: Env): ClickHouseConfig {
     password: env.CLICKHOUSE_PASSWORD ?? "",
     database: env.CLICKHOUSE_DATABASE ?? "default",
     table: env.CLICKHOUSE_TABLE ?? "events",
+    ...(env.RETENTION_DAYS === undefined || env.RETENTION_DAYS.trim() === "" ? {} : { retentionDays: int(env.RETENTION_DAYS, 0) }),
   };
 }
 

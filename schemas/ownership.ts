@@ -4,14 +4,29 @@
  * `users`, `tracks` or `rejected_messages` is never dropped, replaced or written to.
  *
  * Ours, per name (anything else with that name is a conflict):
- * | name                | engine              | and                                          |
- * |---------------------|---------------------|----------------------------------------------|
- * | an analyst view     | View                | its query reads `<database>.<table> FINAL`   |
- * | rejected_messages   | ReplacingMergeTree  | sorting key `workspace_id, rejection_id`     |
+ * | name                | engine               | and                                               |
+ * |---------------------|----------------------|---------------------------------------------------|
+ * | a per-type view     | View                 | its query reads `<database>.<table> FINAL`        |
+ * | users               | AggregatingMergeTree | sorting key `workspace_id, user_id`               |
+ * | users (older)       | View                 | reads `<database>.<table> FINAL` (replaced)       |
+ * | identities          | AggregatingMergeTree | sorting key `workspace_id, anonymous_id, user_id` |
+ * | users_mv, ..._mv    | MaterializedView     | `TO <database>.<its table>`, reads `<table>`      |
+ * | rejected_messages   | ReplacingMergeTree   | sorting key `workspace_id, rejection_id`          |
+ * | schema_migrations   | MergeTree            | sorting key `step`                                |
  * A view is recognised by what it reads, not by its full text, so views of an older release are
  * still ours and get replaced by the current definition.
  */
-import { REJECTED_TABLE, quoteString, reservedTableNames, viewNames } from "./clickhouse";
+import {
+  IDENTITIES_MV,
+  IDENTITIES_TABLE,
+  MIGRATIONS_TABLE,
+  REJECTED_TABLE,
+  USERS_MV,
+  USERS_TABLE,
+  quoteString,
+  reservedTableNames,
+  viewNames,
+} from "./clickhouse";
 
 /**
  * One row of system.tables. `create_table_query` exists on 18.16 and on current ClickHouse
@@ -28,6 +43,8 @@ export interface TableRow {
 export interface Ownership {
   ours: Set<string>;
   conflicts: string[];
+  /** `users` is the view of releases before the users table: ours, to be dropped and replaced. */
+  usersIsView: boolean;
 }
 
 /** The system.tables rows for our reserved names in `database` (none when it does not exist). */
@@ -39,16 +56,29 @@ WHERE database = ${quoteString(database)} AND name IN (${reservedTableNames().ma
 /** Sorts the rows of existingObjectsQuery into ours and conflicts. */
 export function classifyExisting(rows: readonly TableRow[], database: string, table: string): Ownership {
   const views = new Set(viewNames());
+  const reserved = new Set(reservedTableNames());
   const ours = new Set<string>();
   const conflicts: string[] = [];
+  let usersIsView = false;
   for (const row of rows) {
-    const mine = views.has(row.name)
-      ? row.engine === "View" && readsFinal(row.create_table_query, database, table)
-      : row.name === REJECTED_TABLE && row.engine === "ReplacingMergeTree" && bare(row.sorting_key) === "workspace_id,rejection_id";
+    if (!reserved.has(row.name)) continue;
+    const finalView = row.engine === "View" && readsFinal(row.create_table_query, database, table);
+    const key = bare(row.sorting_key);
+    let mine: boolean;
+    if (views.has(row.name)) mine = finalView;
+    else if (row.name === USERS_TABLE) {
+      usersIsView = finalView;
+      mine = finalView || (row.engine === "AggregatingMergeTree" && key === "workspace_id,user_id");
+    } else if (row.name === IDENTITIES_TABLE) mine = row.engine === "AggregatingMergeTree" && key === "workspace_id,anonymous_id,user_id";
+    else if (row.name === USERS_MV || row.name === IDENTITIES_MV) {
+      const target = row.name === USERS_MV ? USERS_TABLE : IDENTITIES_TABLE;
+      mine = row.engine === "MaterializedView" && feedsFrom(row.create_table_query, database, table, target);
+    } else if (row.name === REJECTED_TABLE) mine = row.engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
+    else mine = row.name === MIGRATIONS_TABLE && row.engine === "MergeTree" && key === "step";
     if (mine) ours.add(row.name);
-    else if (views.has(row.name) || row.name === REJECTED_TABLE) conflicts.push(`${database}.${row.name} (${row.engine})`);
+    else conflicts.push(`${database}.${row.name} (${row.engine})`);
   }
-  return { ours, conflicts: conflicts.sort() };
+  return { ours, conflicts: conflicts.sort(), usersIsView };
 }
 
 /** The one message migrate throws when objects with our names are not ours. */
@@ -70,6 +100,20 @@ const FROM_FINAL = new RegExp(`\\bFROM\\s+${IDENT}\\s*\\.\\s*${IDENT}\\s+FINAL\\
 export function readsFinal(createQuery: string, database: string, table: string): boolean {
   const code = createQuery.replace(/'(?:[^'\\]|\\.)*'/g, "''");
   for (const m of code.matchAll(FROM_FINAL)) {
+    if (unquote(m[1]!) === database && unquote(m[2]!) === table) return true;
+  }
+  return false;
+}
+
+const TO_TARGET = new RegExp(`\\bTO\\s+${IDENT}\\s*\\.\\s*${IDENT}`, "i");
+const FROM_TABLE = new RegExp(`\\bFROM\\s+${IDENT}\\s*\\.\\s*${IDENT}`, "gi");
+
+/** Whether a stored CREATE MATERIALIZED VIEW writes `TO database.target` and reads `database.table`. */
+export function feedsFrom(createQuery: string, database: string, table: string, target: string): boolean {
+  const code = createQuery.replace(/'(?:[^'\\]|\\.)*'/g, "''");
+  const to = TO_TARGET.exec(code);
+  if (!to || unquote(to[1]!) !== database || unquote(to[2]!) !== target) return false;
+  for (const m of code.matchAll(FROM_TABLE)) {
     if (unquote(m[1]!) === database && unquote(m[2]!) === table) return true;
   }
   return false;

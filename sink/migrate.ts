@@ -1,15 +1,32 @@
 /**
- * Applies the ClickHouse model (schemas/clickhouse.ts), idempotently: tables and columns are
- * `IF NOT EXISTS`, our views are replaced, so running it at every start is safe. Throws if
- * ClickHouse is unreachable or refuses a statement, and throws before any DDL when an object
- * bearing one of our names is not ours (schemas/ownership.ts): it then changes nothing.
+ * Applies the ClickHouse model (schemas/clickhouse.ts), idempotently, so running it at every
+ * start is safe: tables and columns are `IF NOT EXISTS`, our views are replaced, a backfill is
+ * recorded in `schema_migrations` when it finished and run again after a crash. An events table
+ * of the unpartitioned layout (releases before the time-ordered one) is moved into the new
+ * layout while sinks may still be writing to it (`moveToTimeOrdered`). Throws if ClickHouse is
+ * unreachable or refuses a statement, and throws before any DDL when an object bearing one of
+ * our names is not ours (schemas/ownership.ts): it then changes nothing.
  */
 import type { ClickHouseClient } from "@clickhouse/client";
 import {
+  EVENTS_SORTING_KEY,
+  MIGRATIONS_TABLE,
+  UNPARTITIONED_SORTING_KEY,
+  USERS_TABLE,
   addColumnsDdl,
   columnsQuery,
+  copyEventsSql,
   dialectFor,
+  dropPartitionDdl,
+  eventsTableDdl,
+  feeds,
+  migrationsTableDdl,
+  partitionsQuery,
+  partitionsToDrop,
+  quoteIdent,
+  quoteString,
   rejectedTableDdl,
+  retentionDdl,
   tableDdl,
   tableNameConflict,
   viewsDdl,
@@ -18,41 +35,182 @@ import {
 import type { ClickHouseConfig } from "../schemas/config";
 import { classifyExisting, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
 
+/** What migrate needs of a ClickHouse connection: run a statement, read rows (JSONEachRow). */
+export interface Sql {
+  command(query: string): Promise<void>;
+  rows<T>(query: string): Promise<T[]>;
+}
+
+/** An Sql over @clickhouse/client. */
+export function clientSql(client: ClickHouseClient): Sql {
+  return {
+    command: async (query) => {
+      await client.command({ query });
+    },
+    rows: async <T>(query: string) => (await client.query({ query, format: "JSONEachRow" })).json<T>(),
+  };
+}
+
 /** The server's version and the DDL dialect chosen for it. */
 export interface MigrationResult {
   version: string;
   dialect: Dialect;
+  /** Set when this run moved rows from the unpartitioned layout: how many, and where the old table is kept. */
+  moved?: { rows: number; keptAs: string };
 }
 
+/** The setup step recorded once an unpartitioned table's rows are all in the time-ordered one. */
+const LAYOUT_STEP = "events: time-ordered layout";
+
 /**
- * Creates the database, the events table (adding columns it lacks), `rejected_messages` and the
- * analyst views. Checks every reserved name first and refuses, naming all conflicts, so a user's
- * own `users` table is never dropped (issue: setup never drops or replaces what it did not create).
+ * Creates or migrates the database, the events table, `rejected_messages`, the per-type views,
+ * `users` and `identities` with their materialized views (backfilled from events once), and
+ * applies RETENTION_DAYS as a TTL on current ClickHouse. Checks every reserved name first and
+ * refuses, naming all conflicts, so a user's own `users` table is never dropped.
  */
-export async function migrate(client: ClickHouseClient, config: ClickHouseConfig): Promise<MigrationResult> {
+export async function migrate(target: Sql | ClickHouseClient, config: ClickHouseConfig): Promise<MigrationResult> {
+  const sql = asSql(target);
   const { database, table } = config;
   const reserved = tableNameConflict(table);
   if (reserved) throw new Error(reserved);
-  const version = await serverVersion(client);
+  const version = await serverVersion(sql);
   const dialect = dialectFor(version);
-  const { ours, conflicts } = classifyExisting(await rows<TableRow>(client, existingObjectsQuery(database)), database, table);
-  if (conflicts.length > 0) throw new Error(conflictMessage(conflicts));
-  for (const query of tableDdl(dialect, database, table)) await client.command({ query });
-  const existing = new Set((await rows<{ name: string }>(client, columnsQuery(database, table))).map((c) => c.name));
-  for (const query of addColumnsDdl(dialect, database, table, existing)) await client.command({ query });
-  await client.command({ query: rejectedTableDdl(dialect, database) });
-  for (const query of viewsDdl(dialect, database, table, ours)) await client.command({ query });
-  return { version, dialect };
+  const owned = classifyExisting(await sql.rows<TableRow>(existingObjectsQuery(database)), database, table);
+  if (owned.conflicts.length > 0) throw new Error(conflictMessage(owned.conflicts));
+  const [createDatabase] = tableDdl(dialect, database, table);
+  await sql.command(createDatabase!);
+  await sql.command(migrationsTableDdl(database));
+  const moved = await moveToTimeOrdered(sql, dialect, database, table, config.retentionDays);
+  await sql.command(eventsTableDdl(dialect, database, table, config.retentionDays));
+  const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
+  for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
+  const [events] = await tablesNamed(sql, database, [table]);
+  for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays)) await sql.command(query);
+  await sql.command(rejectedTableDdl(dialect, database));
+  for (const query of viewsDdl(dialect, database, table, owned.ours)) await sql.command(query);
+  if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
+  for (const feed of feeds(dialect, database, table)) {
+    await sql.command(feed.tableDdl);
+    // The view first, then the backfill: rows inserted meanwhile are counted by both, which the
+    // aggregates (argMax, min, max, uniq) absorb; a crash before the record runs it again.
+    if ((await tablesNamed(sql, database, [feed.view])).length === 0) await sql.command(feed.viewDdl);
+    const step = `${feed.table}: backfill from ${table}`;
+    if (!(await stepDone(sql, database, step))) {
+      await sql.command(feed.backfill);
+      await recordStep(sql, database, step);
+    }
+  }
+  return { version, dialect, ...(moved ? { moved } : {}) };
+}
+
+/**
+ * Moves an unpartitioned events table into the time-ordered layout, losing and doubling no row
+ * (under FINAL) while sinks keep inserting into `table`:
+ * 1. create `<table>__copy` (new layout), stop merges on `table`, note its active parts P0;
+ * 2. copy the rows of P0 (computing event_date); 3. `RENAME table -> <table>__old, <table>__copy
+ * -> table` in one statement, after which sinks insert into the new table; 4. copy the rows of
+ * `<table>__old`'s parts not in P0 (inserted during the copy); 5. record the step. The old table
+ * is kept as `<table>__old` for the operator to drop.
+ * Resuming: before 3, the copy is dropped and made again; after 3 (P0 unknown) step 4 copies all
+ * of `<table>__old` again, which ReplacingMergeTree collapses (same sorting key and partition).
+ * Returns undefined when there was nothing to move.
+ */
+async function moveToTimeOrdered(
+  sql: Sql,
+  dialect: Dialect,
+  database: string,
+  table: string,
+  retentionDays: number | undefined,
+): Promise<MigrationResult["moved"]> {
+  const copy = `${table}__copy`;
+  const old = `${table}__old`;
+  const found = new Map((await tablesNamed(sql, database, [table, copy, old])).map((r) => [r.name, r]));
+  const layout = (name: string) => {
+    const row = found.get(name);
+    if (row === undefined) return "absent";
+    if (row.engine === "ReplacingMergeTree" && bareKey(row.sorting_key) === EVENTS_SORTING_KEY) return "time-ordered";
+    if (row.engine === "ReplacingMergeTree" && bareKey(row.sorting_key) === UNPARTITIONED_SORTING_KEY) return "unpartitioned";
+    throw new Error(`${database}.${name} (${row.engine}, ORDER BY ${row.sorting_key}) is not an events table setup knows; ClickHouse left unchanged`);
+  };
+  const q = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
+  const [now, withCopy, withOld] = [layout(table), layout(copy), layout(old)];
+  if (withCopy === "unpartitioned" || withOld === "time-ordered") throw new Error(`${database}.${copy} or ${old} has an unexpected layout; ClickHouse left unchanged`);
+  let partsBefore: string[] | undefined;
+  if (now === "unpartitioned") {
+    if (withOld !== "absent") throw new Error(`${database}.${old} exists beside an unpartitioned ${table}; drop or rename it, then run setup again`);
+    const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
+    for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
+    if (withCopy !== "absent") await sql.command(`DROP TABLE ${q(copy)}`); // a crashed run's, by its layout ours
+    await sql.command(eventsTableDdl(dialect, database, copy, retentionDays));
+    await sql.command(`SYSTEM STOP MERGES ${q(table)}`);
+    partsBefore = await activeParts(sql, database, table);
+    if (partsBefore.length > 0) await sql.command(copyEventsSql(database, table, copy, `_part IN (${partsBefore.map(quoteString).join(", ")})`));
+    await sql.command(`RENAME TABLE ${q(table)} TO ${q(old)}, ${q(copy)} TO ${q(table)}`);
+  } else if (now === "absent" && withOld === "unpartitioned") {
+    // a crash between the two renames (or after them, with the new table dropped by hand)
+    if (withCopy === "time-ordered") await sql.command(`RENAME TABLE ${q(copy)} TO ${q(table)}`);
+    else await sql.command(eventsTableDdl(dialect, database, table, retentionDays));
+  } else if (now === "absent" || withOld === "absent" || (await stepDone(sql, database, LAYOUT_STEP))) {
+    return undefined;
+  }
+  // `table` is time-ordered and `old` holds the unpartitioned rows: copy what the first copy missed.
+  const missed = partsBefore === undefined ? undefined : `_part NOT IN (${["''", ...partsBefore.map(quoteString)].join(", ")})`;
+  await sql.command(copyEventsSql(database, old, table, missed));
+  await recordStep(sql, database, LAYOUT_STEP);
+  const [count] = await sql.rows<{ n: string }>(`SELECT count() AS n FROM ${q(old)}`);
+  return { rows: Number(count?.n ?? 0), keptAs: `${database}.${old}` };
+}
+
+/**
+ * Drops the events table's partitions (months) that lie wholly before today - retentionDays;
+ * returns their ids. The scheduled retention step on 18.16, which has no TTL (current
+ * ClickHouse also has the TTL). `today` is a UTC date, YYYY-MM-DD. Throws on ClickHouse errors.
+ */
+export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, today: string): Promise<string[]> {
+  if (config.retentionDays === undefined) return [];
+  const ids = (await sql.rows<{ id: string }>(partitionsQuery(config.database, config.table))).map((r) => r.id);
+  const expired = partitionsToDrop(ids, today, config.retentionDays);
+  for (const id of expired) await sql.command(dropPartitionDdl(config.database, config.table, id));
+  return expired;
 }
 
 /** `SELECT version()`, e.g. `18.16.1` or `24.8.4.13`. */
-export async function serverVersion(client: ClickHouseClient): Promise<string> {
-  const [row] = await rows<{ version: string }>(client, "SELECT version() AS version");
+export async function serverVersion(target: Sql | ClickHouseClient): Promise<string> {
+  const sql = asSql(target);
+  const [row] = await sql.rows<{ version: string }>("SELECT version() AS version");
   return row?.version ?? "";
 }
 
-/** The rows of a query, as objects. */
-async function rows<T>(client: ClickHouseClient, query: string): Promise<T[]> {
-  const result = await client.query({ query, format: "JSONEachRow" });
-  return result.json<T>();
+function asSql(target: Sql | ClickHouseClient): Sql {
+  return "rows" in target ? target : clientSql(target);
+}
+
+async function tablesNamed(sql: Sql, database: string, names: string[]): Promise<TableRow[]> {
+  return sql.rows<TableRow>(
+    `SELECT name, engine, create_table_query, sorting_key FROM system.tables
+WHERE database = ${quoteString(database)} AND name IN (${names.map(quoteString).join(", ")})`,
+  );
+}
+
+async function activeParts(sql: Sql, database: string, table: string): Promise<string[]> {
+  const rows = await sql.rows<{ name: string }>(
+    `SELECT name FROM system.parts WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND active`,
+  );
+  return rows.map((r) => r.name);
+}
+
+async function stepDone(sql: Sql, database: string, step: string): Promise<boolean> {
+  const [row] = await sql.rows<{ n: string }>(
+    `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} WHERE step = ${quoteString(step)}`,
+  );
+  return Number(row?.n ?? 0) > 0;
+}
+
+async function recordStep(sql: Sql, database: string, step: string): Promise<void> {
+  await sql.command(`INSERT INTO ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} (step, done_at) VALUES (${quoteString(step)}, now())`);
+}
+
+/** A sorting key without spaces, parentheses or backquotes. */
+function bareKey(key: string): string {
+  return key.replace(/[\s()`]/g, "");
 }
