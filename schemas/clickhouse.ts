@@ -123,19 +123,20 @@ export function retentionDdl(dialect: Dialect, database: string, table: string, 
 }
 
 /**
- * The partitions (YYYYMM ids of `toYYYYMM(event_date)`) that retention drops: those whose last
- * day is before `today - retentionDays`, so no row that should be kept is in one. `today` is a
- * UTC date, YYYY-MM-DD. Pure. The rows of a partially expired month stay until the month ends.
+ * The partitions (YYYYMM ids of `toYYYYMM(event_date)`) that retention drops: those whose every
+ * day is past the last `retentionDays` days (today and the days before it), as the TTL
+ * `event_date + N days` expires them, so no row that should be kept is in one. `today` is a UTC
+ * date, YYYY-MM-DD. Pure. A partly expired month stays whole until its last day expires.
  */
 export function partitionsToDrop(partitions: readonly string[], today: string, retentionDays: number): string[] {
-  const cutoff = Date.parse(`${today}T00:00:00Z`) - retentionDays * 86_400_000;
+  const firstKept = Date.parse(`${today}T00:00:00Z`) - (retentionDays - 1) * 86_400_000;
   return partitions.filter((id) => {
     if (!/^\d{6}$/.test(id)) return false;
     const year = Number(id.slice(0, 4));
     const month = Number(id.slice(4, 6));
     if (month < 1 || month > 12) return false;
     const firstOfNext = Date.UTC(year, month, 1); // month is 1-based, so this is the next month
-    return firstOfNext <= cutoff;
+    return firstOfNext <= firstKept;
   });
 }
 

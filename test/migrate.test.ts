@@ -4,27 +4,25 @@
  * ClickHouse 18.16 (live); and current ClickHouse's system.tables rows (chdb-core in-process).
  * Also `rejected_messages`: its columns, and retries collapsing under FINAL, on both.
  */
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
   REJECTED_TABLE,
-  rejectedTableDdl,
+  partitionsToDrop,
   reservedTableNames,
-  tableDdl,
+  retentionDdl,
   tableNameConflict,
+  unpartitionedEventsTableDdl,
   viewNames,
   viewsDdl,
   type Dialect,
 } from "../schemas/clickhouse";
-import { clickhouseConfig } from "../schemas/config";
-import { classifyExisting, existingObjectsQuery, readsFinal, type TableRow } from "../schemas/ownership";
-import { migrate } from "../sink/migrate";
+import { clickhouseConfig, type ClickHouseConfig } from "../schemas/config";
+import { classifyExisting, existingObjectsQuery, feedsFrom, readsFinal, type TableRow } from "../schemas/ownership";
+import { clientSql, dropExpiredPartitions, migrate, type Sql } from "../sink/migrate";
+import { Chdb } from "./chdb";
 import { LiveStack } from "./harness";
-
-const root = join(__dirname, "..", "..");
 
 /** The columns of rejected_messages, per dialect, as system.columns reports them. */
 const REJECTED_COLUMNS: Record<Dialect, [string, string][]> = {
@@ -135,8 +133,20 @@ pure("readsFinal unquotes backquotes, doubled and backslash escapes", () => {
 
 pure("reservedTableNames and tableNameConflict", () => {
   const names = reservedTableNames();
-  assert.equal(names, [...viewNames(), REJECTED_TABLE]);
-  assert.equal([...names].sort(), ["aliases", "groups", "identifies", "pages", REJECTED_TABLE, "screens", "tracks", "users"]);
+  assert.equal([...names].sort(), [
+    "aliases",
+    "groups",
+    "identifies",
+    "identities",
+    "identities_mv",
+    "pages",
+    REJECTED_TABLE,
+    "schema_migrations",
+    "screens",
+    "tracks",
+    "users",
+    "users_mv",
+  ]);
   for (const name of names) assert.match(tableNameConflict(name) ?? "", name);
   assert.is(tableNameConflict("events"), undefined);
   assert.is(tableNameConflict("Users"), undefined, "ClickHouse names are case-sensitive");
@@ -152,51 +162,252 @@ pure("viewsDdl replaces only the views it is told are ours", () => {
   }
 });
 
+pure("users, identities, their feeds and schema_migrations: ours by engine, key and what they read and write", () => {
+  const table = (name: string, engine: string, sorting_key: string, create_table_query = ""): TableRow => ({
+    name,
+    engine,
+    sorting_key,
+    create_table_query,
+  });
+  const mv = (name: string, target: string, source: string) =>
+    table(name, "MaterializedView", "", `CREATE MATERIALIZED VIEW d.${name} TO d.${target} (\`a\` String) AS SELECT a FROM ${source} WHERE x = 'FROM d.events'`);
+  const ours = classifyExisting(
+    [
+      table("users", "AggregatingMergeTree", "workspace_id, user_id"),
+      table("identities", "AggregatingMergeTree", "workspace_id, anonymous_id, user_id"),
+      mv("users_mv", "users", "d.events"),
+      mv("identities_mv", "identities", "d.events"),
+      table("schema_migrations", "MergeTree", "step"),
+    ],
+    "d",
+    "events",
+  );
+  assert.equal(ours.conflicts, []);
+  assert.is(ours.usersIsView, false);
+  const older = classifyExisting([view("users", "CREATE VIEW d.users AS SELECT a FROM (SELECT a FROM d.events FINAL)")], "d", "events");
+  assert.equal([[...older.ours], older.usersIsView], [["users"], true], "the users view of older releases is ours, to replace");
+  const theirs = classifyExisting(
+    [
+      table("users", "AggregatingMergeTree", "workspace_id, user_id, x"),
+      table("identities", "ReplacingMergeTree", "workspace_id, anonymous_id, user_id"),
+      mv("users_mv", "identities", "d.events"), // writes elsewhere
+      mv("identities_mv", "identities", "d.other"), // reads elsewhere (the literal does not count)
+      table("schema_migrations", "Log", ""),
+    ],
+    "d",
+    "events",
+  );
+  assert.equal(theirs.conflicts, [
+    "d.identities (ReplacingMergeTree)",
+    "d.identities_mv (MaterializedView)",
+    "d.schema_migrations (Log)",
+    "d.users (AggregatingMergeTree)",
+    "d.users_mv (MaterializedView)",
+  ]);
+  assert.ok(feedsFrom("CREATE MATERIALIZED VIEW `d`.`m` TO `d`.`users` AS SELECT 1 FROM `d`.`ev ents`", "d", "ev ents", "users"));
+});
+
+pure("retention: partitionsToDrop keeps every month holding a day of the last N; retentionDdl only changes what differs", () => {
+  const months = ["202607", "202608", "202609", "202610", "202611", "bad", "202613"];
+  // N = 60 on 2026-11-23 keeps 2026-09-25 .. 2026-11-23: July and August are wholly older.
+  assert.equal(partitionsToDrop(months, "2026-11-23", 60), ["202607", "202608"]);
+  // N = 54 keeps 2026-10-01 on: September's last day is the first dropped day, so September goes.
+  assert.equal(partitionsToDrop(months, "2026-11-23", 54), ["202607", "202608", "202609"]);
+  assert.equal(partitionsToDrop(months, "2026-11-23", 55), ["202607", "202608"], "keeping 2026-09-30 keeps September");
+  assert.equal(partitionsToDrop(months, "2026-11-23", 1), ["202607", "202608", "202609", "202610"]);
+  const created = (ttl: string) => `CREATE TABLE d.events (a Date) ENGINE = ReplacingMergeTree ORDER BY a ${ttl}SETTINGS index_granularity = 8192`;
+  assert.equal(retentionDdl("legacy", "d", "events", created(""), 30), [], "18.16: no TTL");
+  assert.equal(retentionDdl("current", "d", "events", created(""), undefined), []);
+  assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), 30), []);
+  assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), undefined), ["ALTER TABLE `d`.`events` REMOVE TTL"]);
+  assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), 90).at(-1), "ALTER TABLE `d`.`events` MODIFY TTL event_date + toIntervalDay(90)");
+});
+
 pure.run();
 
-// ---------------------------------------------------------------- current ClickHouse, chdb
+// ---------------------------------------------------------------- both engines
+
+/** A ClickHouse config for a scratch database (no server address: the Sql is given). */
+const scratch = (database: string, retentionDays?: number): ClickHouseConfig => ({
+  url: "",
+  username: "",
+  password: "",
+  database,
+  table: "events",
+  ...(retentionDays === undefined ? {} : { retentionDays }),
+});
+
+/** Columns every insert below writes (the rest default). */
+const INSERT_COLUMNS = "workspace_id, message_id, type, event, user_id, anonymous_id, timestamp, original_timestamp, received_at, properties, traits, context, extra";
+
+/**
+ * `n` rows over three months from 2026-08-20, message k from row number: nine messages per ten
+ * rows, so every ninth message is retried (a second row, same timestamps, received later);
+ * every fifth has no client timestamp, a third are identifies of 40 users.
+ */
+function oldRows(database: string, n: number, offset = 0): string {
+  return `INSERT INTO \`${database}\`.events (${INSERT_COLUMNS})
+SELECT 'ws1', concat('m', toString(k)), if(k % 3 = 0, 'identify', 'track'), if(k % 3 = 0, '', 'Clicked'),
+  concat('u', toString(k % 40)), concat('a', toString(k % 70)),
+  toDateTime('2026-08-20 00:00:00') + k * 2927 AS ts, if(k % 5 = 0, NULL, ts), ts + 1 + row % 10 * 60,
+  '{}', concat('{"k":', toString(k), '}'), '{}', '{}'
+FROM (SELECT number + ${offset} AS row, intDiv(row * 9, 10) AS k FROM numbers(${n}))`;
+}
+
+/** Row count and a checksum of every column the sink writes, as FINAL queries see the table. */
+function fingerprint(database: string, table = "events"): string {
+  return `SELECT count() AS n, sum(cityHash64(workspace_id, message_id, type, event, user_id, anonymous_id, toString(timestamp),
+  ifNull(toString(original_timestamp), ''), ifNull(toString(sent_at), ''), toString(received_at), properties, traits, context, extra)) AS sum
+FROM \`${database}\`.\`${table}\` FINAL`;
+}
+
+/** An Sql that runs `during` once, just before the first statement matching `before`: a sink writing mid-migration. */
+function interleaved(sql: Sql, before: RegExp, during: () => Promise<void>): Sql {
+  let done = false;
+  return {
+    rows: (q) => sql.rows(q),
+    command: async (q) => {
+      if (!done && before.test(q)) {
+        done = true;
+        await during();
+      }
+      await sql.command(q);
+    },
+  };
+}
+
+/**
+ * Migration of an unpartitioned table with rows, on either engine: (1) a sink inserting between
+ * the copy and the rename; (2) a crash mid-copy (a partial copy table left behind); (3) a crash
+ * after the rename, before the difference was copied; each ends with the rows, count and
+ * checksum under FINAL, the old table had, and a second run changes nothing.
+ */
+async function migrationWithRows(sql: Sql, dialect: Dialect, prefix: string): Promise<void> {
+  const prepare = async (db: string) => {
+    await sql.command(`CREATE DATABASE \`${db}\``);
+    await sql.command(unpartitionedEventsTableDdl(dialect, db, "events"));
+    await sql.command(`CREATE VIEW \`${db}\`.users AS SELECT user_id FROM \`${db}\`.events FINAL WHERE type = 'identify'`);
+    await sql.command(oldRows(db, 3000));
+  };
+  const check = async (db: string, expected: { n: string | number; sum: string | number }, where: string) => {
+    const [after] = await sql.rows<{ n: string | number; sum: string | number }>(fingerprint(db));
+    assert.equal([String(after!.n), String(after!.sum)], [String(expected.n), String(expected.sum)], `${dialect}, ${where}: count and checksum`);
+    const [layout] = await sql.rows<{ key: string; dates: string | number }>(
+      `SELECT (SELECT sorting_key FROM system.tables WHERE database = '${db}' AND name = 'events') AS key, (SELECT uniqExact(event_date) FROM \`${db}\`.events) AS dates`,
+    );
+    assert.is(layout!.key.replace(/\s/g, ""), "workspace_id,event_date,type,message_id", where);
+    assert.ok(Number(layout!.dates) > 60, `${where}: rows spread over their days`);
+    const [users] = await sql.rows<{ n: string | number }>(`SELECT uniqExact(user_id) AS n FROM \`${db}\`.users`);
+    assert.is(Number(users!.n), 40, `${where}: users backfilled`);
+    const again = await migrate(sql, scratch(db));
+    assert.is(again.moved, undefined, `${where}: a second run moves nothing`);
+    const [same] = await sql.rows<{ n: string | number; sum: string | number }>(fingerprint(db));
+    assert.equal([String(same!.n), String(same!.sum)], [String(expected.n), String(expected.sum)], `${where}: unchanged by the second run`);
+  };
+
+  // (1) a sink writes 200 more rows (new messages and retries of old ones) after the copy, before the rename
+  const one = `${prefix}_during`;
+  await prepare(one);
+  const writer = interleaved(sql, /^RENAME TABLE/, () => sql.command(oldRows(one, 200, 2950)));
+  const moved = await migrate(writer, scratch(one));
+  assert.is(moved.moved?.keptAs, `${one}.events__old`);
+  await check(one, (await sql.rows<{ n: string; sum: string }>(fingerprint(one, "events__old")))[0]!, "rows written during the copy");
+
+  // (2) a crash mid-copy: a partial copy table is dropped and made again
+  const two = `${prefix}_midcopy`;
+  await prepare(two);
+  const [before2] = await sql.rows<{ n: string; sum: string }>(fingerprint(two));
+  const crashing = interleaved(sql, /^RENAME TABLE/, async () => {
+    throw new Error("crash before the rename");
+  });
+  const crashed = await migrate(crashing, scratch(two)).then(
+    () => "",
+    (e: Error) => e.message,
+  );
+  assert.is(crashed, "crash before the rename");
+  await sql.command(`INSERT INTO \`${two}\`.events__copy (${INSERT_COLUMNS}) SELECT ${INSERT_COLUMNS} FROM \`${two}\`.events LIMIT 7`);
+  await migrate(sql, scratch(two));
+  await check(two, before2!, "resumed after a crash mid-copy");
+
+  // (3) a crash after the rename, before the difference: the whole old table is copied again, and collapses
+  const three = `${prefix}_renamed`;
+  await prepare(three);
+  const [before3] = await sql.rows<{ n: string; sum: string }>(fingerprint(three));
+  let renamed = false;
+  const stopAfterRename: Sql = {
+    rows: (q) => sql.rows(q),
+    command: async (q) => {
+      if (renamed && q.startsWith("INSERT INTO")) throw new Error("crash after the rename");
+      await sql.command(q);
+      if (q.startsWith("RENAME TABLE")) renamed = true;
+    },
+  };
+  assert.is(
+    await migrate(stopAfterRename, scratch(three)).then(
+      () => "",
+      (e: Error) => e.message,
+    ),
+    "crash after the rename",
+  );
+  await migrate(sql, scratch(three));
+  await check(three, before3!, "resumed after a crash after the rename");
+}
+
+/** RETENTION_DAYS=60 on rows 120, 100, 59, 40 and 5 days old: the first two months' partitions go, nothing newer. */
+async function retentionKeepsRecentMonths(sql: Sql, database: string, expire: () => Promise<void>): Promise<void> {
+  await migrate(sql, scratch(database, 60));
+  for (const daysAgo of [120, 100, 59, 40, 5]) {
+    await sql.command(`INSERT INTO \`${database}\`.events (${INSERT_COLUMNS})
+VALUES ('ws1', 'r${daysAgo}', 'track', 'Kept', 'u1', '', now() - ${daysAgo * 86_400}, now() - ${daysAgo * 86_400}, now(), '{}', '{}', '{}', '{}')`);
+  }
+  await expire();
+  const kept = await sql.rows<{ message_id: string }>(`SELECT message_id FROM \`${database}\`.events ORDER BY event_date`);
+  assert.equal(
+    kept.map((r) => r.message_id),
+    ["r59", "r40", "r5"],
+  );
+}
 
 const current = suite("current ClickHouse (chdb)");
+let chdb: Chdb;
+current.before(async () => {
+  chdb = new Chdb();
+  assert.ok(Number((await chdb.start()).split(".")[0]) >= 23, `current ClickHouse, got ${chdb.version}`);
+});
+current.after(() => chdb.close());
 
-current("system.tables rows: our views and rejected_messages are ours; a user's objects conflict", () => {
+current("system.tables rows: everything setup made is ours, run twice; a user's objects conflict", async () => {
   const ours = "mig_ours";
   const theirs = "mig_theirs";
-  const migration = (ownedAlready: Set<string>) => [
-    ...tableDdl("current", ours, "events"),
-    rejectedTableDdl("current", ours),
-    ...viewsDdl("current", ours, "events", ownedAlready),
-  ];
-  const job = {
-    database: ours,
-    ddl: [
-      ...migration(new Set()),
-      // the second migration replaces every view (CREATE OR REPLACE runs on current ClickHouse)
-      ...migration(new Set(viewNames())),
-      `CREATE DATABASE ${theirs}`,
-      `CREATE TABLE ${theirs}.users (id UInt32) ENGINE = MergeTree ORDER BY id`,
-      `CREATE TABLE ${theirs}.events (type String) ENGINE = MergeTree ORDER BY type`,
-      `CREATE VIEW ${theirs}.tracks AS SELECT type FROM ${theirs}.events`,
-      `INSERT INTO ${ours}.${REJECTED_TABLE} FORMAT JSONEachRow\n${retriedRejection((s) => `2026-11-23 10:00:0${s}.500`)}`,
-    ],
-    inserts: [],
-    queries: [existingObjectsQuery(ours), existingObjectsQuery(theirs), COLUMNS_OF_REJECTED(ours), FINAL_REJECTED(ours)],
-  };
-  const run = spawnSync("python3", [join(root, "test", "chdb_run.py")], { input: JSON.stringify(job), encoding: "utf8", timeout: 120_000 });
-  assert.is(run.status, 0, run.stderr);
-  const { version, results } = JSON.parse(run.stdout) as { version: string; results: Record<string, unknown>[][] };
-  assert.ok(Number(version.split(".")[0]) >= 23, `current ClickHouse, got ${version}`);
-  const [oursRows, theirsRows, columns, final] = results as [TableRow[], TableRow[], { name: string; type: string }[], unknown[]];
+  assert.is((await migrate(chdb, scratch(ours))).dialect, "current");
+  await migrate(chdb, scratch(ours)); // the second run replaces every view (CREATE OR REPLACE)
+  await chdb.command(`CREATE DATABASE ${theirs}`);
+  await chdb.command(`CREATE TABLE ${theirs}.users (id UInt32) ENGINE = MergeTree ORDER BY id`);
+  await chdb.command(`CREATE TABLE ${theirs}.events (type String) ENGINE = MergeTree ORDER BY type`);
+  await chdb.command(`CREATE VIEW ${theirs}.tracks AS SELECT type FROM ${theirs}.events`);
+  await chdb.command(`INSERT INTO ${ours}.${REJECTED_TABLE} FORMAT JSONEachRow\n${retriedRejection((s) => `2026-11-23 10:00:0${s}.500`)}`);
+  const oursRows = await chdb.rows<TableRow>(existingObjectsQuery(ours));
   assert.equal(oursRows.map((r) => r.name).sort(), [...reservedTableNames()].sort());
   const mine = classifyExisting(oursRows, ours, "events");
-  assert.equal(mine.conflicts, [], `chdb ${version}`);
+  assert.equal(mine.conflicts, []);
   assert.equal([...mine.ours].sort(), [...reservedTableNames()].sort());
-  assert.equal(classifyExisting(theirsRows, theirs, "events").conflicts, [`${theirs}.tracks (View)`, `${theirs}.users (MergeTree)`]);
+  assert.equal(classifyExisting(await chdb.rows<TableRow>(existingObjectsQuery(theirs)), theirs, "events").conflicts, [
+    `${theirs}.tracks (View)`,
+    `${theirs}.users (MergeTree)`,
+  ]);
+  const columns = await chdb.rows<{ name: string; type: string }>(COLUMNS_OF_REJECTED(ours));
   assert.equal(
     columns.map((c) => [c.name, c.type]),
     REJECTED_COLUMNS.current,
   );
-  assert.equal(final, [{ received_at: "2026-11-23 10:00:02.500", reasons: ["batch[3].event: string (required)"] }]);
+  assert.equal(await chdb.rows(FINAL_REJECTED(ours)), [{ received_at: "2026-11-23 10:00:02.500", reasons: ["batch[3].event: string (required)"] }]);
 });
+
+current("migration with rows: a sink writing mid-copy, a crash mid-copy, a crash after the rename", () => migrationWithRows(chdb, "current", "mig_rows"));
+
+current("retention: the TTL drops whole expired months and nothing newer", () => retentionKeepsRecentMonths(chdb, "mig_ttl", async () => {
+  await chdb.command("OPTIMIZE TABLE mig_ttl.events FINAL");
+}));
 
 current.run();
 
@@ -319,6 +530,21 @@ live("a sink newer than its table refuses to start, naming the missing column, i
     `SELECT count() AS n FROM system.columns WHERE database = '${env.CLICKHOUSE_DATABASE}' AND table = 'events' AND name = 'extra'`,
   );
   assert.is(found!.n, "1");
+});
+
+live("migration with rows on 18.16: a sink writing mid-copy, a crash mid-copy, a crash after the rename", async () => {
+  const prefix = fresh("rows");
+  databases.push(`${prefix}_during`, `${prefix}_midcopy`, `${prefix}_renamed`);
+  await migrationWithRows(clientSql(ch), "legacy", prefix);
+});
+
+live("retention on 18.16: the scheduled step drops whole expired months and nothing newer", async () => {
+  const db = fresh("ttl");
+  const sql = clientSql(ch);
+  await retentionKeepsRecentMonths(sql, db, async () => {
+    const dropped = await dropExpiredPartitions(sql, scratch(db, 60), new Date().toISOString().slice(0, 10));
+    assert.is(dropped.length, 2, `dropped ${dropped.join(", ")}`);
+  });
 });
 
 live.run();
