@@ -3,16 +3,19 @@
  *   ingest | sink            run a service until SIGTERM
  *   migrate                  create topics and apply ClickHouse migrations, then exit
  *   dlq replay               send dead letters back to the events topic, then exit
+ *   retention                drop the events partitions past RETENTION_DAYS, then exit (the sink also runs it hourly)
  *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
+import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
-import { kafkaConfig, sinkConfig } from "../schemas/config";
+import { kafkaConfig, setupConfig, sinkConfig } from "../schemas/config";
 import { createKey, readKeys, revokeKeys } from "../ingest/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
+import { clientSql, dropExpiredPartitions } from "../sink/migrate";
 import { replayDeadLetters } from "../sink/replay";
 import { runSetup } from "../sink/setup";
 
@@ -23,6 +26,7 @@ const USAGE = `usage: cli <command>
   sink          run the sink
   migrate       create Kafka topics and apply ClickHouse migrations
   dlq replay    send dead letters back to the events topic
+  retention     drop the months of events past RETENTION_DAYS
   keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
   keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
   keys revoke <workspaceId>      remove every key of a workspace
@@ -46,6 +50,8 @@ export async function cli(args: string[]): Promise<number> {
       return dlqReplay();
     case "keys":
       return keys(args.slice(1));
+    case "retention":
+      return retention();
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
@@ -74,6 +80,22 @@ function keys(args: string[]): number {
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
+}
+
+async function retention(): Promise<number> {
+  const config = setupConfig(process.env).clickhouse;
+  if (config.retentionDays === undefined) {
+    process.stderr.write("retention: RETENTION_DAYS is not set; nothing is dropped\n");
+    return 2;
+  }
+  const client = createClient({ url: config.url, username: config.username, password: config.password });
+  try {
+    const dropped = await dropExpiredPartitions(clientSql(client), config, new Date().toISOString().slice(0, 10));
+    log.info({ dropped, retentionDays: config.retentionDays, table: `${config.database}.${config.table}` }, "retention applied");
+    return 0;
+  } finally {
+    await client.close();
+  }
 }
 
 async function dlqReplay(): Promise<number> {

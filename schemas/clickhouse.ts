@@ -165,7 +165,6 @@ SELECT ${columns}
 FROM ${quoteIdent(database)}.${quoteIdent(from)} FINAL${where === undefined ? "" : `\nWHERE ${where}`}`;
 }
 
-
 /**
  * `ALTER TABLE ... ADD COLUMN` for the columns a table made by an older release lacks, given the
  * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`).

@@ -85,7 +85,8 @@ export async function migrate(target: Sql | ClickHouseClient, config: ClickHouse
   const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
   for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
   const [events] = await tablesNamed(sql, database, [table]);
-  for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays)) await sql.command(query);
+  for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays))
+    await sql.command(query);
   await sql.command(rejectedTableDdl(dialect, database));
   for (const query of viewsDdl(dialect, database, table, owned.ours)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
@@ -130,21 +131,26 @@ async function moveToTimeOrdered(
     if (row === undefined) return "absent";
     if (row.engine === "ReplacingMergeTree" && bareKey(row.sorting_key) === EVENTS_SORTING_KEY) return "time-ordered";
     if (row.engine === "ReplacingMergeTree" && bareKey(row.sorting_key) === UNPARTITIONED_SORTING_KEY) return "unpartitioned";
-    throw new Error(`${database}.${name} (${row.engine}, ORDER BY ${row.sorting_key}) is not an events table setup knows; ClickHouse left unchanged`);
+    throw new Error(
+      `${database}.${name} (${row.engine}, ORDER BY ${row.sorting_key}) is not an events table setup knows; ClickHouse left unchanged`,
+    );
   };
   const q = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
   const [now, withCopy, withOld] = [layout(table), layout(copy), layout(old)];
-  if (withCopy === "unpartitioned" || withOld === "time-ordered") throw new Error(`${database}.${copy} or ${old} has an unexpected layout; ClickHouse left unchanged`);
+  if (withCopy === "unpartitioned" || withOld === "time-ordered")
+    throw new Error(`${database}.${copy} or ${old} has an unexpected layout; ClickHouse left unchanged`);
   let partsBefore: string[] | undefined;
   if (now === "unpartitioned") {
-    if (withOld !== "absent") throw new Error(`${database}.${old} exists beside an unpartitioned ${table}; drop or rename it, then run setup again`);
+    if (withOld !== "absent")
+      throw new Error(`${database}.${old} exists beside an unpartitioned ${table}; drop or rename it, then run setup again`);
     const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
     for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
     if (withCopy !== "absent") await sql.command(`DROP TABLE ${q(copy)}`); // a crashed run's, by its layout ours
     await sql.command(eventsTableDdl(dialect, database, copy, retentionDays));
     await sql.command(`SYSTEM STOP MERGES ${q(table)}`);
     partsBefore = await activeParts(sql, database, table);
-    if (partsBefore.length > 0) await sql.command(copyEventsSql(database, table, copy, `_part IN (${partsBefore.map(quoteString).join(", ")})`));
+    if (partsBefore.length > 0)
+      await sql.command(copyEventsSql(database, table, copy, `_part IN (${partsBefore.map(quoteString).join(", ")})`));
     await sql.command(`RENAME TABLE ${q(table)} TO ${q(old)}, ${q(copy)} TO ${q(table)}`);
   } else if (now === "absent" && withOld === "unpartitioned") {
     // a crash between the two renames (or after them, with the new table dropped by hand)
@@ -207,7 +213,9 @@ async function stepDone(sql: Sql, database: string, step: string): Promise<boole
 }
 
 async function recordStep(sql: Sql, database: string, step: string): Promise<void> {
-  await sql.command(`INSERT INTO ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} (step, done_at) VALUES (${quoteString(step)}, now())`);
+  await sql.command(
+    `INSERT INTO ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} (step, done_at) VALUES (${quoteString(step)}, now())`,
+  );
 }
 
 /** A sorting key without spaces, parentheses or backquotes. */

@@ -23,10 +23,14 @@ import { withCrashHook } from "./crash";
 import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
+import { clientSql, dropExpiredPartitions } from "./migrate";
 import { clickhouseInsert, clickhouseProbe, missingColumns } from "./writer";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
+
+/** How often the sink drops partitions past RETENTION_DAYS (after once at start), ms. */
+const RETENTION_INTERVAL_MS = 3_600_000;
 
 /** A running sink. */
 export interface RunningSink {
@@ -121,6 +125,16 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     );
     void readLag(admin, groups, metrics).catch((error: unknown) => log.debug({ err: error }, "lag not read"));
   }, PROBE_INTERVAL_MS);
+  // Retention on 18.16, which has no TTL (on current ClickHouse the TTL also applies). Every sink
+  // replica runs it; dropping a partition that is already gone is a no-op. Failures are logged and
+  // retried at the next tick: retention never stops the sink.
+  const dropExpired = () =>
+    dropExpiredPartitions(clientSql(client), ch, new Date().toISOString().slice(0, 10)).then(
+      (dropped) => dropped.length > 0 && log.info({ dropped, retentionDays: ch.retentionDays }, "retention dropped partitions"),
+      (error: unknown) => log.warn({ err: error }, "retention step failed; retried in an hour"),
+    );
+  const retention = ch.retentionDays === undefined ? undefined : setInterval(() => void dropExpired(), RETENTION_INTERVAL_MS);
+  if (retention !== undefined) await dropExpired();
   const health: LoopHealth = {
     get joined() {
       return loops.every((l) => l.health.joined);
@@ -139,6 +153,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     address,
     stop: async (abortAfterMs) => {
       clearInterval(probe);
+      clearInterval(retention);
       await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
       await Promise.all([dlqProducer.disconnect(), admin.disconnect()]);
       await client.close();

@@ -50,8 +50,22 @@ const newer: Message[] = [
   { type: "track", messageId: "an-2", userId: "1043", event: "Product Viewed", timestamp: at(1, "23:04:00.000") },
   { type: "track", messageId: "an-2b", userId: "1043", event: "Added to cart", properties: { sku: "a" }, timestamp: at(1, "23:05:00.200") },
   { type: "track", messageId: "an-4", userId: "1043", event: "Added to cart", properties: { sku: "b" }, timestamp: at(0, "00:00:01.400") },
-  { type: "track", messageId: "an-5", userId: "1043", event: "Order Completed", properties: { total: 30 }, timestamp: at(0, "00:00:02.500") },
-  { type: "page", messageId: "an-6", anonymousId: "anon-7", name: "Pricing", properties: { path: "/pricing" }, timestamp: at(0, "00:01:00.000") },
+  {
+    type: "track",
+    messageId: "an-5",
+    userId: "1043",
+    event: "Order Completed",
+    properties: { total: 30 },
+    timestamp: at(0, "00:00:02.500"),
+  },
+  {
+    type: "page",
+    messageId: "an-6",
+    anonymousId: "anon-7",
+    name: "Pricing",
+    properties: { path: "/pricing" },
+    timestamp: at(0, "00:01:00.000"),
+  },
   { type: "track", messageId: "an-7", userId: "2000", event: "Added to cart", properties: { sku: "c" }, timestamp: at(0, "00:02:00.000") },
   { type: "alias", messageId: "an-8", userId: "2000", previousId: "anon-7", timestamp: at(0, "00:03:00.000") },
 ];
@@ -215,7 +229,11 @@ analyst("current ClickHouse (chdb): retries days apart collapse, users and ident
     // whose skew-corrected timestamp moves by two days, then one whose SDK re-stamps sentAt.
     const sent = Date.parse(retried.timestamp!) + 1000;
     await insert(chdb, "analyst", toRows([retried], new Date(sent + 2 * DAY_MS).toISOString(), new Date(sent).toISOString()));
-    await insert(chdb, "analyst", toRows([retried], new Date(sent + 3 * DAY_MS + 800).toISOString(), new Date(sent + 3 * DAY_MS).toISOString()));
+    await insert(
+      chdb,
+      "analyst",
+      toRows([retried], new Date(sent + 3 * DAY_MS + 800).toISOString(), new Date(sent + 3 * DAY_MS).toISOString()),
+    );
     await chdb.command("USE analyst");
     const [spread] = await chdb.rows<{ n: number; days: number }>(
       "SELECT count() AS n, uniqExact(toDate(timestamp)) AS days FROM events WHERE message_id = 'an-5'",

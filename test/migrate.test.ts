@@ -22,7 +22,7 @@ import { clickhouseConfig, type ClickHouseConfig } from "../schemas/config";
 import { classifyExisting, existingObjectsQuery, feedsFrom, readsFinal, type TableRow } from "../schemas/ownership";
 import { clientSql, dropExpiredPartitions, migrate, type Sql } from "../sink/migrate";
 import { Chdb } from "./chdb";
-import { LiveStack } from "./harness";
+import { LiveStack, stopService, waitFor } from "./harness";
 
 /** The columns of rejected_messages, per dialect, as system.columns reports them. */
 const REJECTED_COLUMNS: Record<Dialect, [string, string][]> = {
@@ -170,7 +170,12 @@ pure("users, identities, their feeds and schema_migrations: ours by engine, key 
     create_table_query,
   });
   const mv = (name: string, target: string, source: string) =>
-    table(name, "MaterializedView", "", `CREATE MATERIALIZED VIEW d.${name} TO d.${target} (\`a\` String) AS SELECT a FROM ${source} WHERE x = 'FROM d.events'`);
+    table(
+      name,
+      "MaterializedView",
+      "",
+      `CREATE MATERIALIZED VIEW d.${name} TO d.${target} (\`a\` String) AS SELECT a FROM ${source} WHERE x = 'FROM d.events'`,
+    );
   const ours = classifyExisting(
     [
       table("users", "AggregatingMergeTree", "workspace_id, user_id"),
@@ -215,12 +220,18 @@ pure("retention: partitionsToDrop keeps every month holding a day of the last N;
   assert.equal(partitionsToDrop(months, "2026-11-23", 54), ["202607", "202608", "202609"]);
   assert.equal(partitionsToDrop(months, "2026-11-23", 55), ["202607", "202608"], "keeping 2026-09-30 keeps September");
   assert.equal(partitionsToDrop(months, "2026-11-23", 1), ["202607", "202608", "202609", "202610"]);
-  const created = (ttl: string) => `CREATE TABLE d.events (a Date) ENGINE = ReplacingMergeTree ORDER BY a ${ttl}SETTINGS index_granularity = 8192`;
+  const created = (ttl: string) =>
+    `CREATE TABLE d.events (a Date) ENGINE = ReplacingMergeTree ORDER BY a ${ttl}SETTINGS index_granularity = 8192`;
   assert.equal(retentionDdl("legacy", "d", "events", created(""), 30), [], "18.16: no TTL");
   assert.equal(retentionDdl("current", "d", "events", created(""), undefined), []);
   assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), 30), []);
-  assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), undefined), ["ALTER TABLE `d`.`events` REMOVE TTL"]);
-  assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), 90).at(-1), "ALTER TABLE `d`.`events` MODIFY TTL event_date + toIntervalDay(90)");
+  assert.equal(retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), undefined), [
+    "ALTER TABLE `d`.`events` REMOVE TTL",
+  ]);
+  assert.equal(
+    retentionDdl("current", "d", "events", created("TTL event_date + toIntervalDay(30) "), 90).at(-1),
+    "ALTER TABLE `d`.`events` MODIFY TTL event_date + toIntervalDay(90)",
+  );
 });
 
 pure.run();
@@ -238,7 +249,8 @@ const scratch = (database: string, retentionDays?: number): ClickHouseConfig => 
 });
 
 /** Columns every insert below writes (the rest default). */
-const INSERT_COLUMNS = "workspace_id, message_id, type, event, user_id, anonymous_id, timestamp, original_timestamp, received_at, properties, traits, context, extra";
+const INSERT_COLUMNS =
+  "workspace_id, message_id, type, event, user_id, anonymous_id, timestamp, original_timestamp, received_at, properties, traits, context, extra";
 
 /**
  * `n` rows over three months from 2026-08-20, message k from row number: nine messages per ten
@@ -291,7 +303,11 @@ async function migrationWithRows(sql: Sql, dialect: Dialect, prefix: string): Pr
   };
   const check = async (db: string, expected: { n: string | number; sum: string | number }, where: string) => {
     const [after] = await sql.rows<{ n: string | number; sum: string | number }>(fingerprint(db));
-    assert.equal([String(after!.n), String(after!.sum)], [String(expected.n), String(expected.sum)], `${dialect}, ${where}: count and checksum`);
+    assert.equal(
+      [String(after!.n), String(after!.sum)],
+      [String(expected.n), String(expected.sum)],
+      `${dialect}, ${where}: count and checksum`,
+    );
     const [layout] = await sql.rows<{ key: string; dates: string | number }>(
       `SELECT (SELECT sorting_key FROM system.tables WHERE database = '${db}' AND name = 'events') AS key, (SELECT uniqExact(event_date) FROM \`${db}\`.events) AS dates`,
     );
@@ -400,14 +416,20 @@ current("system.tables rows: everything setup made is ours, run twice; a user's 
     columns.map((c) => [c.name, c.type]),
     REJECTED_COLUMNS.current,
   );
-  assert.equal(await chdb.rows(FINAL_REJECTED(ours)), [{ received_at: "2026-11-23 10:00:02.500", reasons: ["batch[3].event: string (required)"] }]);
+  assert.equal(await chdb.rows(FINAL_REJECTED(ours)), [
+    { received_at: "2026-11-23 10:00:02.500", reasons: ["batch[3].event: string (required)"] },
+  ]);
 });
 
-current("migration with rows: a sink writing mid-copy, a crash mid-copy, a crash after the rename", () => migrationWithRows(chdb, "current", "mig_rows"));
+current("migration with rows: a sink writing mid-copy, a crash mid-copy, a crash after the rename", () =>
+  migrationWithRows(chdb, "current", "mig_rows"),
+);
 
-current("retention: the TTL drops whole expired months and nothing newer", () => retentionKeepsRecentMonths(chdb, "mig_ttl", async () => {
-  await chdb.command("OPTIMIZE TABLE mig_ttl.events FINAL");
-}));
+current("retention: the TTL drops whole expired months and nothing newer", () =>
+  retentionKeepsRecentMonths(chdb, "mig_ttl", async () => {
+    await chdb.command("OPTIMIZE TABLE mig_ttl.events FINAL");
+  }),
+);
 
 current.run();
 
@@ -545,6 +567,34 @@ live("retention on 18.16: the scheduled step drops whole expired months and noth
     const dropped = await dropExpiredPartitions(sql, scratch(db, 60), new Date().toISOString().slice(0, 10));
     assert.is(dropped.length, 2, `dropped ${dropped.join(", ")}`);
   });
+});
+
+live("the sink runs the retention step at start and drops expired months; the CLI does the same", async () => {
+  const env = { CLICKHOUSE_DATABASE: fresh("sinkttl"), RETENTION_DAYS: "60" };
+  await stack.run("sink/setup.js", env);
+  const sql = clientSql(ch);
+  const insertAged = async (daysAgo: number[]) => {
+    for (const d of daysAgo) {
+      await sql.command(`INSERT INTO \`${env.CLICKHOUSE_DATABASE}\`.events (${INSERT_COLUMNS})
+VALUES ('ws1', 's${d}', 'track', 'Kept', 'u1', '', now() - ${d * 86_400}, now() - ${d * 86_400}, now(), '{}', '{}', '{}', '{}')`);
+    }
+  };
+  const left = async () =>
+    (await select<{ message_id: string }>(`SELECT message_id FROM \`${env.CLICKHOUSE_DATABASE}\`.events ORDER BY event_date`)).map(
+      (r) => r.message_id,
+    );
+  await insertAged([120, 59, 5]);
+  const sink = stack.spawn("sink/main.js", env);
+  try {
+    await waitFor("the sink's retention step", async () => ((await left()).length === 2 ? true : undefined));
+    assert.equal(await left(), ["s59", "s5"]);
+  } finally {
+    await stopService(sink);
+  }
+  await insertAged([100]);
+  const cli = stack.spawn("deploy/cli.js", env, ["retention"]);
+  assert.is((await cli.exited).code, 0, cli.output());
+  assert.equal(await left(), ["s59", "s5"]);
 });
 
 live.run();
