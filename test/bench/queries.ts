@@ -106,12 +106,11 @@ FROM (
   WHERE workspace_id = 'ws1' AND toDate(timestamp) >= today() - 6
 ) AS active
 ANY LEFT JOIN (
-  SELECT device AS anonymous_id, argMin(user_id, linked_at) AS linked_user
+  SELECT device AS anonymous_id, min(user_id) AS linked_user
   FROM (
-    SELECT if(type = 'alias', previous_id, anonymous_id) AS device, user_id, min(timestamp) AS linked_at
+    SELECT if(type = 'alias', previous_id, anonymous_id) AS device, user_id
     FROM events FINAL
     WHERE workspace_id = 'ws1' AND user_id != '' AND ((type = 'identify' AND anonymous_id != '') OR (type = 'alias' AND previous_id != ''))
-    GROUP BY device, user_id
   )
   GROUP BY anonymous_id
 ) AS linked USING anonymous_id`,

@@ -101,11 +101,14 @@ export class Traffic {
 
   private newBatch(): Pending {
     const ids = Array.from({ length: this.options.batchSize }, () => randomUUID());
+    // Stamped once and kept across retries, as SDKs do: retries share event_date even across midnight.
+    const timestamp = new Date().toISOString();
     const batch = ids.map((messageId, i) => ({
       type: "track",
       event: "Fault Test",
       userId: this.options.userId,
       messageId,
+      timestamp,
       properties: { i, note: "x".repeat(this.options.padBytes ?? 200) },
     }));
     return { ids, body: JSON.stringify({ batch }) };
