@@ -1,5 +1,5 @@
 /**
- * Validated messages -> Kafka records (key = messageId, value = JSON envelope). Pure.
+ * Validated messages -> Kafka records (key = messageId, value = the events row, JSON). Pure.
  * Rules, with their sources:
  * - a missing timestamp is the time the request arrived (spec §2.1);
  * - with sentAt, timestamp = receivedAt - (sentAt - timestamp), correcting client clock skew;
@@ -16,7 +16,8 @@
  */
 import { createHash } from "node:crypto";
 import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
-import type { BodyWriteKey, JsonObject, Message } from "../schemas/messages";
+import type { JsonObject, Message } from "../schemas/messages";
+import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../schemas/row";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -36,7 +37,12 @@ export interface BatchDefaults {
 /** The records, or the first message over the size limit. */
 export type BuildResult = { ok: true; records: EventRecord[] } | { ok: false; index: number; bytes: number };
 
-/** Builds one record per message, in order. */
+/**
+ * Builds one record per message, in order: key = messageId, value = the message's events row as
+ * one JSONEachRow line (schemas/row.ts, format 2). The sink passes the
+ * value to ClickHouse as it is. A message's size is the UTF-8 bytes of its row before the JSON
+ * text columns are escaped into the line (close to the message's own JSON).
+ */
 export function buildRecords(
   messages: readonly Message[],
   defaults: BatchDefaults,
@@ -44,20 +50,29 @@ export function buildRecords(
   maxMessageBytes: number,
 ): BuildResult {
   const records: EventRecord[] = [];
-  const head = `{"workspaceId":${JSON.stringify(receipt.workspaceId)},"receivedAt":"${receipt.receivedAt}"`;
+  // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
+  const measureOver = Math.floor(maxMessageBytes / 3);
   for (let index = 0; index < messages.length; index++) {
-    const { message, sentAt, originalTimestamp } = stored(messages[index]!, defaults, receipt);
-    const json = JSON.stringify(message);
-    const bytes = Buffer.byteLength(json, "utf8");
-    if (bytes > maxMessageBytes) return { ok: false, index, bytes };
-    // The message is serialized once; the envelope is written around it.
-    let value = head;
-    if (sentAt !== undefined) value += `,"sentAt":${JSON.stringify(sentAt)}`;
-    if (originalTimestamp !== undefined) value += `,"originalTimestamp":${JSON.stringify(originalTimestamp)}`;
-    value += `,"message":${json}}`;
+    const message = messages[index]!;
+    const row = messageRow(message, stamp(message, defaults, receipt));
+    const value = JSON.stringify(row);
+    if (value.length > measureOver) {
+      const bytes = rowBytes(row);
+      if (bytes > maxMessageBytes) return { ok: false, index, bytes };
+    }
     records.push({ key: message.messageId, value });
   }
   return { ok: true, records };
+}
+
+/** UTF-8 bytes of a row's values, unescaped (its size as a message). */
+function rowBytes(row: EventRow): number {
+  let bytes = 0;
+  for (const column of EVENT_ROW_COLUMNS) {
+    const value = row[column];
+    if (value !== null) bytes += Buffer.byteLength(value, "utf8");
+  }
+  return bytes;
 }
 
 /** A refused item: the item as sent and each reason. */
@@ -101,13 +116,16 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
   });
 }
 
-/** The message as stored, with the envelope's sentAt and originalTimestamp. */
-export function stored(
-  input: Message,
-  defaults: BatchDefaults,
-  receipt: Receipt,
-): { message: Message; sentAt?: string; originalTimestamp?: string } {
-  const { writeKey: _writeKey, sentAt: ownSentAt, originalTimestamp: rudderTime, ...message } = input as Message & BodyWriteKey;
+/**
+ * What the ingest stores with a message, computed without copying it: its sentAt (its own, else
+ * the batch's), the client's timestamp (`timestamp`, else RudderStack's `originalTimestamp`), the
+ * stored timestamp, and the context (batch context merged under its own; ip filled).
+ */
+export function stamp(message: Message, defaults: BatchDefaults, receipt: Receipt): RowStamp {
+  const { sentAt: ownSentAt, originalTimestamp: rudderTime } = message as Message & {
+    sentAt?: string | null;
+    originalTimestamp?: string | null;
+  };
   const sentAt = canonical(ownSentAt ?? defaults.sentAt ?? undefined);
   const originalTimestamp = canonical(message.timestamp ?? rudderTime ?? undefined);
   const timestamp =
@@ -116,12 +134,19 @@ export function stored(
       : sentAt === undefined
         ? originalTimestamp
         : skewCorrected(receipt.receivedAt, sentAt, originalTimestamp);
-  const context: JsonObject = { ...defaults.context, ...message.context };
-  if (context.ip === undefined && receipt.clientIp !== undefined) context.ip = receipt.clientIp;
+  let context: JsonObject | null | undefined = message.context;
+  const ip = context?.ip === undefined && receipt.clientIp !== undefined;
+  if (defaults.context != null || ip) {
+    context = { ...defaults.context, ...message.context };
+    if (context.ip === undefined && receipt.clientIp !== undefined) context.ip = receipt.clientIp;
+  }
   return {
-    message: { ...message, timestamp, context },
-    ...(sentAt === undefined ? {} : { sentAt }),
-    ...(originalTimestamp === undefined ? {} : { originalTimestamp }),
+    workspaceId: receipt.workspaceId,
+    receivedAt: receipt.receivedAt,
+    sentAt: sentAt ?? null,
+    originalTimestamp: originalTimestamp ?? null,
+    timestamp,
+    context,
   };
 }
 
@@ -139,5 +164,9 @@ export function skewCorrected(receivedAt: string, sentAt: string, timestamp: str
 
 /** A validated time in canonical UTC form; undefined stays undefined. */
 function canonical(time: string | null | undefined): string | undefined {
-  return time === null || time === undefined ? undefined : new Date(Date.parse(time)).toISOString();
+  if (time === null || time === undefined) return undefined;
+  // A valid RFC 3339 time of this shape (what SDKs send) is already canonical: no parse needed.
+  // Days 29-31 are parsed: Date.parse accepts 2026-02-30 (as March 2), ClickHouse may not.
+  if (time.length === 24 && time[10] === "T" && time[19] === "." && time[23] === "Z" && time.slice(8, 10) < "29") return time;
+  return new Date(Date.parse(time)).toISOString();
 }

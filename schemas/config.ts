@@ -144,6 +144,13 @@ export interface SinkConfig {
   batchBytes: Positive;
   /** Oldest row's age that triggers a flush, ms (env SINK_BATCH_WAIT_MS). */
   batchWaitMs: Positive;
+  /**
+   * Least bytes a fetch waits for, and how long at most, ms (env SINK_FETCH_MIN_BYTES,
+   * SINK_FETCH_MAX_WAIT_MS; Kafka's fetch.min.bytes and fetch.max.wait.ms). Fewer, larger
+   * fetches: at 23K events/s the sink's CPU per event fell from 15.1 to 9.8 µs (docs/PERFORMANCE.md).
+   */
+  fetchMinBytes: Positive;
+  fetchMaxWaitMs: Positive;
   /** Insert retry backoff: first and largest wait, ms (env SINK_RETRY_MIN_MS, SINK_RETRY_MAX_MS). */
   retryMinMs: Positive;
   retryMaxMs: Positive;
@@ -280,6 +287,8 @@ export function sinkConfig(env: Env): SinkConfig {
     batchRecords: int(env.SINK_BATCH_RECORDS ?? env.SINK_BATCH_ROWS, 10_000),
     batchBytes: int(env.SINK_BATCH_BYTES, 16 * 1024 * 1024),
     batchWaitMs: int(env.SINK_BATCH_WAIT_MS, 1_000),
+    fetchMinBytes: int(env.SINK_FETCH_MIN_BYTES, 256 * 1024),
+    fetchMaxWaitMs: int(env.SINK_FETCH_MAX_WAIT_MS, 100),
     retryMinMs: int(env.SINK_RETRY_MIN_MS, 200),
     retryMaxMs: int(env.SINK_RETRY_MAX_MS, 10_000),
     sessionTimeoutMs: int(env.SINK_SESSION_TIMEOUT_MS, 30_000),

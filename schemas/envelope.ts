@@ -1,11 +1,13 @@
 /**
- * The Kafka contract between ingest and sink: one record per message, key = messageId,
- * value = JSON `Envelope`. Retries of a message carry the same key, so they land in the same
- * partition and collapse to one ClickHouse row.
+ * The Kafka contract between ingest and sink: one record per message, key = messageId. The value
+ * is the message's events row as one JSONEachRow line (format 2, schemas/row.ts), which the sink
+ * inserts without parsing; earlier releases wrote a JSON `Envelope` (format 1), which the sink
+ * still reads (records on the topic at an upgrade, DLQ replays, tools). Retries of a message
+ * carry the same key, so they land in the same partition and collapse to one ClickHouse row.
  */
 import type { Id, IsoDateTime, Message } from "./messages";
 
-/** Value of one record on the events topic (JSON, UTF-8). */
+/** Value of one record on the events topic in format 1 (JSON, UTF-8); the stored message's row is `toRow(envelope)`. */
 export interface Envelope {
   /** Owner of the writeKey that sent the message; never the key itself. */
   workspaceId: Id;
@@ -50,7 +52,7 @@ export interface RejectedEnvelope {
 export interface EventRecord {
   /** The messageId (events topic) or the rejectionId (rejected topic). */
   key: string;
-  /** `JSON.stringify(envelope)` (or of a RejectedEnvelope). */
+  /** `JSON.stringify` of the events row (schemas/row.ts), or of a RejectedEnvelope. */
   value: string;
   /** A refused item for the rejected topic, not an event. */
   rejected?: true;

@@ -1,3 +1,6 @@
+import type { Envelope } from "./envelope";
+import type { Message } from "./messages";
+
 /**
  * One row of the ClickHouse `events` table, as the sink inserts it (JSONEachRow). Column names
  * are snake_case; free-form objects are JSON text. Times are ISO 8601 strings parsed by the
@@ -88,3 +91,104 @@ const _eventsComplete: Missing<EventRow, (typeof EVENT_ROW_COLUMNS)[number]> ext
 const _rejectedComplete: Missing<RejectedRow, (typeof REJECTED_ROW_COLUMNS)[number]> extends never ? true : never = true;
 void _eventsComplete;
 void _rejectedComplete;
+
+/**
+ * The first bytes of every events-topic value the ingest writes since the row format (format 2):
+ * `JSON.stringify(eventRow)` puts `workspace_id` first. A value that does not start with them is
+ * an `Envelope` (format 1) of an earlier ingest, a replay or a tool, and the sink decodes it.
+ */
+export const ROW_VALUE_PREFIX = Buffer.from('{"workspace_id":');
+
+/** Whether a record value is an events row (format 2) the sink may pass to ClickHouse as it is. */
+export function isRowValue(value: Buffer): boolean {
+  return value.length > ROW_VALUE_PREFIX.length && ROW_VALUE_PREFIX.equals(value.subarray(0, ROW_VALUE_PREFIX.length));
+}
+
+/** What the ingest adds to a message: who sent it, when, and its corrected time and context. */
+export interface RowStamp {
+  workspaceId: string;
+  /** ISO 8601, ms. */
+  receivedAt: string;
+  sentAt: string | null;
+  originalTimestamp: string | null;
+  /** The stored timestamp (skew-corrected, or receivedAt). */
+  timestamp: string;
+  /** The stored context (batch context merged, ip filled); absent = '{}'. */
+  context: object | null | undefined;
+}
+
+/** The row of a format-1 envelope (the sink's path for records of an earlier ingest). Pure. */
+export function toRow(envelope: Envelope): EventRow {
+  const m = envelope.message;
+  return messageRow(m, {
+    workspaceId: envelope.workspaceId,
+    receivedAt: envelope.receivedAt,
+    sentAt: envelope.sentAt ?? null,
+    originalTimestamp: envelope.originalTimestamp ?? null,
+    timestamp: m.timestamp ?? envelope.receivedAt,
+    context: m.context,
+  });
+}
+
+/**
+ * The row of a message and its stamp; fields a type lacks are '' and absent objects '{}'. Pure;
+ * reads `message` without copying it. Fields with a column of their own, the stamp's and
+ * `writeKey` are left out of `extra`. `workspace_id` stays the first key (ROW_VALUE_PREFIX): the
+ * ingest writes `JSON.stringify` of this row as the record value.
+ */
+export function messageRow(m: Message, stamp: RowStamp): EventRow {
+  return {
+    workspace_id: stamp.workspaceId,
+    message_id: m.messageId,
+    type: m.type,
+    event: m.type === "track" ? m.event : "",
+    name: m.type === "page" || m.type === "screen" ? (m.name ?? "") : "",
+    category: m.type === "page" || m.type === "screen" ? (m.category ?? "") : "",
+    user_id: m.userId ?? "",
+    anonymous_id: m.anonymousId ?? "",
+    group_id: m.type === "group" ? m.groupId : "",
+    previous_id: m.type === "alias" ? m.previousId : "",
+    timestamp: stamp.timestamp,
+    original_timestamp: stamp.originalTimestamp,
+    sent_at: stamp.sentAt,
+    received_at: stamp.receivedAt,
+    properties: jsonText("properties" in m ? m.properties : undefined),
+    traits: jsonText("traits" in m ? m.traits : undefined),
+    context: jsonText(stamp.context),
+    extra: extraText(m),
+  };
+}
+
+/** Message fields that have a column of their own (or are the envelope's). */
+const MAPPED = new Set([
+  "type",
+  "messageId",
+  "userId",
+  "anonymousId",
+  "timestamp",
+  "sentAt",
+  "originalTimestamp",
+  "context",
+  "event",
+  "name",
+  "category",
+  "groupId",
+  "previousId",
+  "properties",
+  "traits",
+  "writeKey",
+]);
+
+/** Every other top-level field (integrations, channel, _metadata, ...) as JSON text, '{}' when none. */
+function extraText(message: Message): string {
+  let extra: Record<string, unknown> | undefined;
+  for (const key in message) {
+    if (MAPPED.has(key)) continue;
+    (extra ??= Object.create(null) as Record<string, unknown>)[key] = (message as unknown as Record<string, unknown>)[key]; // no prototype: "__proto__" stays data
+  }
+  return extra === undefined ? "{}" : JSON.stringify(extra);
+}
+
+function jsonText(value: object | null | undefined): string {
+  return value === undefined || value === null ? "{}" : JSON.stringify(value);
+}

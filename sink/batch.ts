@@ -6,8 +6,6 @@
  * holds, so the commit after the insert covers exactly what was written.
  * ClickHouse on bulk inserts: https://clickhouse.com/docs/en/cloud/bestpractices/bulk-inserts
  */
-import type { EventRow } from "../schemas/row";
-
 /** A record the sink will not store, with the original key and value kept for the DLQ. */
 export interface DeadLetter {
   partition: number;
@@ -19,17 +17,19 @@ export interface DeadLetter {
   step: "decode" | "insert";
 }
 
-/** A decoded row and where it came from (kept to dead-letter it if ClickHouse refuses it). */
-export interface BatchItem<Row = EventRow> {
+/** A decoded row (for events: its JSONEachRow line) and where it came from (kept to dead-letter it if ClickHouse refuses it). */
+export interface BatchItem<Row = Buffer> {
   row: Row;
   partition: number;
   offset: string;
   key: Buffer | null;
   value: Buffer | null;
+  /** The record's timestamp, ms since the epoch (when the producer sent it). */
+  timestamp: number;
 }
 
 /** What one flush writes and then commits. */
-export interface PartitionBatch<Row = EventRow> {
+export interface PartitionBatch<Row = Buffer> {
   partition: number;
   items: BatchItem<Row>[];
   deadLetters: DeadLetter[];
@@ -50,7 +50,7 @@ export interface BatchLimits {
 }
 
 /** Open batches, one per partition, flushed together. */
-export class PartitionBatches<Row = EventRow> {
+export class PartitionBatches<Row = Buffer> {
   private readonly open = new Map<number, PartitionBatch<Row>>();
   private held = 0;
   private heldBytes = 0;

@@ -6,7 +6,7 @@
  * the insert retries with backoff, the batch fills, and fetching waits (backpressure); nothing
  * is committed. Rows ClickHouse refuses are narrowed and dead-lettered, so data never stalls it.
  */
-import type { Consumer, EachBatchPayload } from "kafkajs";
+import type { Consumer, ConsumerRunConfig, EachBatchPayload } from "kafkajs";
 import type { Logger } from "pino";
 import { PartitionBatches, type DeadLetter, type PartitionBatch } from "./batch";
 import type { DecodeResult } from "./decode";
@@ -15,7 +15,7 @@ import type { SinkMetrics } from "./metrics";
 import { retry, type InsertRows, type ProbeInsert } from "./writer";
 
 /** What the loop needs. */
-export interface LoopDeps<Row extends { received_at: string }> {
+export interface LoopDeps<Row> {
   consumer: Consumer;
   topic: string;
   /** Record value -> row or DLQ reason (sink/decode.ts). */
@@ -53,7 +53,7 @@ export interface RunningLoop {
 }
 
 /** Subscribes and runs the loop until stopped. */
-export async function runLoop<Row extends { received_at: string }>(deps: LoopDeps<Row>): Promise<RunningLoop> {
+export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
   const { consumer, topic, log, metrics } = deps;
   const batches = new PartitionBatches<Row>({ maxRecords: deps.batchRecords, maxBytes: deps.batchBytes, maxWaitMs: deps.batchWaitMs });
   const abort = new AbortController();
@@ -91,7 +91,8 @@ export async function runLoop<Row extends { received_at: string }>(deps: LoopDep
     metrics.batchRows.observe({ topic }, result.inserted);
     metrics.rowsInserted.inc({ topic }, result.inserted);
     const now = Date.now();
-    for (const b of open) for (const item of b.items) metrics.eventDelaySeconds.observe((now - Date.parse(item.row.received_at)) / 1000);
+    // A record's timestamp is when the ingest sent it: receivedAt plus the linger.
+    for (const b of open) for (const item of b.items) metrics.eventDelaySeconds.observe((now - item.timestamp) / 1000);
     for (const letter of result.deadLetters) metrics.dlqRecords.inc({ step: letter.step });
     if (result.deadLetters.length > 0) log.warn({ count: result.deadLetters.length, topic }, "records sent to the DLQ");
     metrics.commits.inc({ status: result.committed ? "ok" : "failed" });
@@ -115,19 +116,27 @@ export async function runLoop<Row extends { received_at: string }>(deps: LoopDep
 
   const eachBatch = async ({ batch, resolveOffset, heartbeat: beat, isRunning, isStale }: EachBatchPayload) => {
     heartbeat = beat;
+    const { partition } = batch;
+    let now = Date.now();
+    let unresolved: string | undefined;
     for (const message of batch.messages) {
       if (stopping || !isRunning() || isStale() || flusher.isAbandoned) break;
       const decoded = deps.decode(message.value);
-      const now = Date.now();
-      const { partition } = batch;
       const { offset, key, value } = message;
       const full = decoded.ok
-        ? batches.addRow({ row: decoded.row, partition, offset, key, value }, now)
+        ? batches.addRow({ row: decoded.row, partition, offset, key, value, timestamp: Number(message.timestamp) }, now)
         : batches.addDeadLetter({ partition, offset, key, value, reason: decoded.reason, step: "decode" }, now);
-      // Resolving lets the fetch move on; the commit still waits for the insert.
-      resolveOffset(offset);
-      if (full) await flush(); // backpressure while ClickHouse is slow or down
+      unresolved = offset;
+      if (full) {
+        // Resolving lets the fetch move on (once per step: kafkajs parses each offset it is given);
+        // the commit still waits for the insert.
+        resolveOffset(offset);
+        unresolved = undefined;
+        await flush(); // backpressure while ClickHouse is slow or down
+        now = Date.now();
+      }
     }
+    if (unresolved !== undefined) resolveOffset(unresolved);
     await beat();
   };
 
@@ -136,7 +145,46 @@ export async function runLoop<Row extends { received_at: string }>(deps: LoopDep
     batches.clear();
     health.joined = true;
   });
-  consumer.on(consumer.events.CRASH, () => (health.joined = false));
+  const runConfig: ConsumerRunConfig = {
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    eachBatch: (payload) => {
+      const run = eachBatch(payload);
+      inBatch = run.catch(() => {});
+      return run;
+    },
+  };
+  const begin = async () => {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run(runConfig);
+  };
+
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    health.joined = false;
+    if (payload.restart) {
+      log.error({ err: payload.error, topic }, "consumer crashed; kafkajs restarts it");
+      return;
+    }
+    if (stopping) return;
+    // kafkajs gives up on errors it deems final, such as no group coordinator after its retries
+    // (Kafka down for longer than they last). Kafka coming back is an infrastructure matter:
+    // reconnect with backoff until it answers; the records are read again from the last commit.
+    log.error({ err: payload.error, topic }, "consumer crashed and kafkajs will not restart it; reconnecting");
+    batches.clear();
+    void retry(
+      async () => {
+        if (stopping) return;
+        await consumer.connect();
+        await begin();
+      },
+      {
+        minMs: deps.retryMinMs,
+        maxMs: deps.retryMaxMs,
+        signal: abort.signal,
+        onRetry: (error, attempt, waitMs) => log.warn({ err: error, attempt, waitMs, topic }, "consumer reconnect failed; retrying"),
+      },
+    ).catch(() => {});
+  });
 
   const timer = setInterval(
     () => {
@@ -145,16 +193,7 @@ export async function runLoop<Row extends { received_at: string }>(deps: LoopDep
     Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))),
   );
 
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    eachBatch: (payload) => {
-      const run = eachBatch(payload);
-      inBatch = run.catch(() => {});
-      return run;
-    },
-  });
+  await begin();
 
   return {
     health,

@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
-import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type EventRow, type RejectedRow } from "../schemas/row";
+import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
 import { withCrashHook } from "./crash";
@@ -24,7 +24,7 @@ import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clientSql, dropExpiredPartitions } from "./migrate";
-import { clickhouseInsert, clickhouseProbe, missingColumns } from "./writer";
+import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -50,6 +50,8 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       groupId,
       sessionTimeout: config.sessionTimeoutMs,
       heartbeatInterval: Math.min(3_000, Math.floor(config.sessionTimeoutMs / 10)),
+      minBytes: config.fetchMinBytes,
+      maxWaitTimeInMs: config.fetchMaxWaitMs,
     });
   // Events and refused items are separate topics with separate groups: one never waits for the other.
   const groups = { [config.kafka.topic]: config.groupId, [config.kafka.rejectedTopic]: `${config.groupId}-rejected` };
@@ -57,16 +59,6 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const rejectedConsumer = consumerOf(groups[config.kafka.rejectedTopic]!);
   const dlqProducer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   const admin = kafka.admin({ retry: { retries: 0 } });
-
-  for (const consumer of [eventsConsumer, rejectedConsumer]) {
-    consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (!payload.restart) {
-        log.fatal({ err: payload.error }, "consumer crashed and will not restart");
-        process.exit(1);
-      }
-      log.error({ err: payload.error }, "consumer crashed; kafkajs restarts it");
-    });
-  }
 
   await client.ping();
   for (const [table, columns] of [
@@ -96,12 +88,12 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const eventsTable = quoteIdent(ch.table);
   const rejectedTable = quoteIdent(REJECTED_TABLE);
   const loops = [
-    await runLoop<EventRow>({
+    await runLoop<Buffer>({
       ...common,
       consumer: eventsConsumer,
       topic: config.kafka.topic,
       decode,
-      insert: withCrashHook(clickhouseInsert<EventRow>(client, eventsTable), config.crashAt),
+      insert: withCrashHook(clickhouseInsertLines(client, eventsTable), config.crashAt),
       probe: clickhouseProbe(client, eventsTable),
       sendDeadLetters: deadLettersOf(config.kafka.topic),
     }),

@@ -14,7 +14,7 @@ import * as assert from "uvu/assert";
 import { buildRecords } from "../ingest/envelope";
 import type { Message } from "../schemas/messages";
 import type { EventRow } from "../schemas/row";
-import { decode } from "../sink/decode";
+import { decodeRow } from "../sink/decode";
 import { migrate, type Sql } from "../sink/migrate";
 import { Chdb } from "./chdb";
 import { basic, LiveStack } from "./harness";
@@ -204,7 +204,7 @@ function toRows(messages: Message[], receivedAt: string, sentAt?: string): Event
   const built = buildRecords(messages, sentAt === undefined ? {} : { sentAt }, { workspaceId: "ws1", receivedAt }, 32 * 1024);
   if (!built.ok) throw new Error("dataset message too large");
   return built.records.map((r) => {
-    const d = decode(Buffer.from(r.value));
+    const d = decodeRow(Buffer.from(r.value));
     if (!d.ok) throw new Error(d.reason);
     return d.row;
   });

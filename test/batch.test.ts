@@ -4,10 +4,17 @@ import { PartitionBatches, type BatchItem } from "../sink/batch";
 import type { EventRow } from "../schemas/row";
 
 const row = { message_id: "m" } as EventRow;
-const item = (partition: number, offset: number): BatchItem => ({ row, partition, offset: String(offset), key: null, value: null });
+const item = (partition: number, offset: number): BatchItem<EventRow> => ({
+  row,
+  partition,
+  offset: String(offset),
+  key: null,
+  value: null,
+  timestamp: 0,
+});
 
 test("full at maxRecords records held, counting dead letters", () => {
-  const batches = new PartitionBatches({ maxRecords: 3, maxBytes: 1e9, maxWaitMs: 1000 });
+  const batches = new PartitionBatches<EventRow>({ maxRecords: 3, maxBytes: 1e9, maxWaitMs: 1000 });
   assert.is(batches.addRow(item(0, 10), 0), false);
   assert.is(batches.addDeadLetter({ partition: 0, offset: "11", key: null, value: null, reason: "x", step: "decode" }, 0), false);
   assert.is(batches.addRow(item(0, 12), 0), true);
@@ -18,7 +25,7 @@ test("full at maxRecords records held, counting dead letters", () => {
 });
 
 test("records of every partition count toward one flush; each keeps its own last offset", () => {
-  const batches = new PartitionBatches({ maxRecords: 3, maxBytes: 1e9, maxWaitMs: 1000 });
+  const batches = new PartitionBatches<EventRow>({ maxRecords: 3, maxBytes: 1e9, maxWaitMs: 1000 });
   assert.is(batches.addRow(item(0, 1), 0), false);
   assert.is(batches.addRow(item(1, 7), 0), false);
   assert.is(batches.size, 2);
@@ -36,7 +43,7 @@ test("records of every partition count toward one flush; each keeps its own last
 });
 
 test("due when the oldest record held has waited maxWaitMs", () => {
-  const batches = new PartitionBatches({ maxRecords: 100, maxBytes: 1e9, maxWaitMs: 500 });
+  const batches = new PartitionBatches<EventRow>({ maxRecords: 100, maxBytes: 1e9, maxWaitMs: 500 });
   assert.is(batches.due(10_000), false, "nothing held is never due");
   batches.addRow(item(2, 5), 1300);
   batches.addRow(item(0, 1), 1000);
@@ -46,7 +53,7 @@ test("due when the oldest record held has waited maxWaitMs", () => {
 });
 
 test("after a flush the next records start a fresh age and count", () => {
-  const batches = new PartitionBatches({ maxRecords: 2, maxBytes: 1e9, maxWaitMs: 500 });
+  const batches = new PartitionBatches<EventRow>({ maxRecords: 2, maxBytes: 1e9, maxWaitMs: 500 });
   batches.addRow(item(0, 1), 0);
   batches.takeAll();
   assert.is(batches.addRow(item(0, 2), 900), false, "the count restarted");
@@ -55,7 +62,7 @@ test("after a flush the next records start a fresh age and count", () => {
 });
 
 test("clear drops every open batch", () => {
-  const batches = new PartitionBatches({ maxRecords: 100, maxBytes: 1e9, maxWaitMs: 500 });
+  const batches = new PartitionBatches<EventRow>({ maxRecords: 100, maxBytes: 1e9, maxWaitMs: 500 });
   batches.addRow(item(0, 1), 0);
   batches.addRow(item(1, 1), 0);
   batches.clear();
@@ -64,8 +71,8 @@ test("clear drops every open batch", () => {
 });
 
 test("full once the record values held reach maxBytes (SINK_BATCH_BYTES), all partitions together", () => {
-  const batches = new PartitionBatches({ maxRecords: 1_000, maxBytes: 100, maxWaitMs: 500 });
-  const sized = (partition: number, offset: number, bytes: number): BatchItem => ({
+  const batches = new PartitionBatches<EventRow>({ maxRecords: 1_000, maxBytes: 100, maxWaitMs: 500 });
+  const sized = (partition: number, offset: number, bytes: number): BatchItem<EventRow> => ({
     ...item(partition, offset),
     value: Buffer.alloc(bytes),
   });

@@ -1,7 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { decode } from "../sink/decode";
+import { decode, decodeRow } from "../sink/decode";
 import type { Envelope } from "../schemas/envelope";
+import { toRow } from "../schemas/row";
 
 const encode = (value: unknown) => Buffer.from(JSON.stringify(value));
 const base = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z" };
@@ -20,7 +21,7 @@ test("a track envelope becomes a row with JSON text columns", () => {
       timestamp: "2026-11-22T09:59:58.000Z",
     },
   };
-  const result = decode(encode(envelope));
+  const result = decodeRow(encode(envelope));
   assert.ok(result.ok);
   if (!result.ok) return;
   assert.equal(result.row, {
@@ -47,7 +48,7 @@ test("a track envelope becomes a row with JSON text columns", () => {
 
 test("type-specific columns: page name, group id, alias previous id, identify traits", () => {
   const row = (message: Envelope["message"]) => {
-    const r = decode(encode({ ...base, message }));
+    const r = decodeRow(encode({ ...base, message }));
     if (!r.ok) throw new Error(r.reason);
     return r.row;
   };
@@ -63,7 +64,7 @@ test("fields without a column are kept in extra; __proto__ stays plain data", ()
   const value = Buffer.from(
     `{"workspaceId":"ws1","receivedAt":"2026-11-22T10:00:00.123Z","message":{"type":"track","messageId":"m","userId":"u","event":"E","integrations":{"All":false},"channel":"server","__proto__":{"polluted":true}}}`,
   );
-  const result = decode(value);
+  const result = decodeRow(value);
   assert.ok(result.ok);
   if (!result.ok) return;
   assert.equal(JSON.parse(result.row.extra), { integrations: { All: false }, channel: "server", ["__proto__"]: { polluted: true } });
@@ -86,6 +87,24 @@ test("poison values become DLQ decisions with a reason", () => {
   }
   const notEnvelope = decode(encode({ hello: 1 }));
   if (!notEnvelope.ok) assert.match(notEnvelope.reason, "workspaceId");
+});
+
+test("a row value (format 2) passes through as the same bytes; an envelope (format 1) becomes the line of its row", () => {
+  const envelope: Envelope = { ...base, message: { type: "track", messageId: "m", userId: "u", event: "E", properties: { n: 1 } } };
+  const line = Buffer.from(JSON.stringify(toRow(envelope)));
+  const passed = decode(line);
+  assert.ok(passed.ok && passed.row === line, "a row is not copied or parsed");
+  const fromEnvelope = decode(encode(envelope));
+  assert.ok(fromEnvelope.ok);
+  if (fromEnvelope.ok) assert.equal(fromEnvelope.row.toString(), line.toString());
+  const parsed = decodeRow(line);
+  assert.ok(parsed.ok);
+  if (parsed.ok) assert.equal(parsed.row, toRow(envelope));
+});
+
+test("a value that only starts like a row is still refused by ClickHouse, not here; an envelope missing fields is refused here", () => {
+  assert.ok(decode(Buffer.from('{"workspace_id":"ws1","bogus":1}')).ok);
+  assert.not.ok(decode(Buffer.from('{"workspace_id"')).ok);
 });
 
 test.run();

@@ -9,7 +9,7 @@ import { Flusher, FlusherAbandonedError, type CommitOffset, type FlushDeps } fro
 import type { EventRow } from "../schemas/row";
 
 /** A partition's batch of rows `ids`, the last at `lastOffset`. */
-const batch = (partition: number, ids: string[], lastOffset: number, deadLetters: DeadLetter[] = []): PartitionBatch => ({
+const batch = (partition: number, ids: string[], lastOffset: number, deadLetters: DeadLetter[] = []): PartitionBatch<EventRow> => ({
   partition,
   items: ids.map((id, i) => ({
     row: { message_id: id } as EventRow,
@@ -17,6 +17,7 @@ const batch = (partition: number, ids: string[], lastOffset: number, deadLetters
     offset: String(lastOffset - ids.length + 1 + i),
     key: Buffer.from(id),
     value: null,
+    timestamp: 0,
   })),
   deadLetters,
   lastOffset: String(lastOffset),

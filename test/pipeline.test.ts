@@ -217,4 +217,24 @@ live("sink SIGKILLed after its insert but before its commit, restarted -> still 
   assert.is(Number(counts!.unique), 30);
 });
 
+live("an earlier release's envelope (format 1) on the topic lands like the ingest's rows (format 2), both the same row", async () => {
+  const viaIngest = { ...samples.identify, messageId: randomUUID() };
+  assert.is((await stack.post("/api/public/apps/identify", viaIngest)).status, 200);
+  const [stored] = await stack.rowsLanded<Row>([viaIngest.messageId]);
+  // What the previous ingest wrote for the same message: the envelope around it.
+  const legacyId = randomUUID();
+  const envelope = {
+    workspaceId: "ws-test",
+    receivedAt: new Date(Date.parse(stored!.received_at.replace(" ", "T") + "Z")).toISOString(),
+    originalTimestamp: viaIngest.timestamp,
+    message: { ...viaIngest, type: "identify", messageId: legacyId, timestamp: viaIngest.timestamp, context: JSON.parse(stored!.context) },
+  };
+  const producer = stack.kafka.producer();
+  await producer.connect();
+  await producer.send({ topic: stack.env.KAFKA_TOPIC!, acks: -1, messages: [{ key: legacyId, value: JSON.stringify(envelope) }] });
+  await producer.disconnect();
+  const [legacy] = await stack.rowsLanded<Row>([legacyId]);
+  assert.equal({ ...legacy, message_id: "" }, { ...stored, message_id: "" });
+});
+
 live.run();

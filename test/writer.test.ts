@@ -4,13 +4,14 @@ import type { BatchItem } from "../sink/batch";
 import { classifyInsertError, insertOrBisect, isDataError, retry } from "../sink/writer";
 import type { EventRow } from "../schemas/row";
 
-const items = (ids: string[]): BatchItem[] =>
+const items = (ids: string[]): BatchItem<EventRow>[] =>
   ids.map((id, i) => ({
     row: { message_id: id } as EventRow,
     partition: 0,
     offset: String(i),
     key: Buffer.from(id),
     value: Buffer.from(`v-${id}`),
+    timestamp: 0,
   }));
 
 test("ClickHouse data errors are not retriable, in the current and the 18.16 message forms", () => {
@@ -21,7 +22,7 @@ test("ClickHouse data errors are not retriable, in the current and the 18.16 mes
 });
 
 const healthy = async () => {};
-const insertOrSplit = (insert: (rows: EventRow[]) => Promise<void>, batch: BatchItem[]) => insertOrBisect(insert, batch, healthy);
+const insertOrSplit = (insert: (rows: EventRow[]) => Promise<void>, batch: BatchItem<EventRow>[]) => insertOrBisect(insert, batch, healthy);
 
 test("failures are sorted: no answer or an infrastructure code is infra, other codes data or unknown", () => {
   assert.is(classifyInsertError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })), "infra");

@@ -15,7 +15,7 @@ import { dialectFor, eventsTableDdl } from "../../schemas/clickhouse";
 import { serverVersion } from "../../sink/migrate";
 import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
-import { decode } from "../../sink/decode";
+import { decodeRow } from "../../sink/decode";
 import { basic, LiveStack } from "../harness";
 import { corpus } from "./corpus";
 import { cpuSnapshot, peakRssMb } from "./procstat";
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     figures.kafka_ceiling_msgs_per_s = await kafkaCeiling(stack.kafka, ceilingTopic, built.records, SECONDS);
 
     const rows: EventRow[] = built.records.map((r) => {
-      const d = decode(Buffer.from(r.value));
+      const d = decodeRow(Buffer.from(r.value));
       if (!d.ok) throw new Error(d.reason);
       return d.row;
     });

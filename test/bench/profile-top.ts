@@ -39,10 +39,12 @@ function main(): void {
   const args = process.argv.slice(2);
   const topAt = args.indexOf("--top");
   const top = topAt >= 0 ? Number(args[topAt + 1]) : 20;
-  const files = args.filter((a, i) => a !== "--top" && i !== topAt + 1);
+  const files = args.filter((_, i) => topAt < 0 || (i !== topAt && i !== topAt + 1));
   const times = selfTimes(files.map((f) => JSON.parse(readFileSync(f, "utf8")) as Profile));
-  const all = times.reduce((sum, t) => sum + t.micros, 0);
-  for (const { frame, micros } of times.slice(0, top)) {
+  // Shares of busy time: idle samples are left out.
+  const busy = times.filter((t) => t.frame !== "(idle)");
+  const all = busy.reduce((sum, t) => sum + t.micros, 0);
+  for (const { frame, micros } of busy.slice(0, top)) {
     process.stdout.write(`${((micros / all) * 100).toFixed(1).padStart(5)}%  ${(micros / 1e6).toFixed(2).padStart(7)} s  ${frame}\n`);
   }
 }

@@ -96,6 +96,10 @@ export async function verdict(
       180_000,
     );
     await sleep(1_000); // let any straggler land, so "more rows than acked" would show
+  } catch (error) {
+    // What the sink said is the first thing to read when acked rows do not land.
+    console.error(`sink output (last 6000 characters):\n${stack.sink?.output().slice(-6000) ?? "(no sink)"}`);
+    throw error;
   } finally {
     found = await rowsOf(stack, userId).catch(() => found);
   }
