@@ -47,10 +47,10 @@ export interface Ownership {
   usersIsView: boolean;
 }
 
-/** The system.tables rows for our reserved names in `database` (none when it does not exist). */
-export function existingObjectsQuery(database: string): string {
+/** The system.tables rows for `names` (default: our reserved names) in `database` (none when it does not exist). */
+export function existingObjectsQuery(database: string, names: readonly string[] = reservedTableNames()): string {
   return `SELECT name, engine, create_table_query, sorting_key FROM system.tables
-WHERE database = ${quoteString(database)} AND name IN (${reservedTableNames().map(quoteString).join(", ")})`;
+WHERE database = ${quoteString(database)} AND name IN (${names.map(quoteString).join(", ")})`;
 }
 
 /** Sorts the rows of existingObjectsQuery into ours and conflicts. */
@@ -128,6 +128,6 @@ function unquote(token: string): string {
 }
 
 /** A sorting key without spaces, parentheses or backquotes: `(a, `b`)` -> `a,b`. */
-function bare(key: string): string {
+export function bare(key: string): string {
   return key.replace(/[\s()`]/g, "");
 }

@@ -33,7 +33,7 @@ import {
   type Dialect,
 } from "../schemas/clickhouse";
 import type { ClickHouseConfig } from "../schemas/config";
-import { classifyExisting, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
+import { bare, classifyExisting, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
 
 /** What migrate needs of a ClickHouse connection: run a statement, read rows (JSONEachRow). */
 export interface Sql {
@@ -68,8 +68,7 @@ const LAYOUT_STEP = "events: time-ordered layout";
  * applies RETENTION_DAYS as a TTL on current ClickHouse. Checks every reserved name first and
  * refuses, naming all conflicts, so a user's own `users` table is never dropped.
  */
-export async function migrate(target: Sql | ClickHouseClient, config: ClickHouseConfig): Promise<MigrationResult> {
-  const sql = asSql(target);
+export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<MigrationResult> {
   const { database, table } = config;
   const reserved = tableNameConflict(table);
   if (reserved) throw new Error(reserved);
@@ -82,8 +81,7 @@ export async function migrate(target: Sql | ClickHouseClient, config: ClickHouse
   await sql.command(migrationsTableDdl(database));
   const moved = await moveToTimeOrdered(sql, dialect, database, table, config.retentionDays);
   await sql.command(eventsTableDdl(dialect, database, table, config.retentionDays));
-  const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
-  for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
+  await addMissingColumns(sql, dialect, database, table);
   const [events] = await tablesNamed(sql, database, [table]);
   for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays))
     await sql.command(query);
@@ -129,8 +127,8 @@ async function moveToTimeOrdered(
   const layout = (name: string) => {
     const row = found.get(name);
     if (row === undefined) return "absent";
-    if (row.engine === "ReplacingMergeTree" && bareKey(row.sorting_key) === EVENTS_SORTING_KEY) return "time-ordered";
-    if (row.engine === "ReplacingMergeTree" && bareKey(row.sorting_key) === UNPARTITIONED_SORTING_KEY) return "unpartitioned";
+    if (row.engine === "ReplacingMergeTree" && bare(row.sorting_key) === EVENTS_SORTING_KEY) return "time-ordered";
+    if (row.engine === "ReplacingMergeTree" && bare(row.sorting_key) === UNPARTITIONED_SORTING_KEY) return "unpartitioned";
     throw new Error(
       `${database}.${name} (${row.engine}, ORDER BY ${row.sorting_key}) is not an events table setup knows; ClickHouse left unchanged`,
     );
@@ -143,8 +141,7 @@ async function moveToTimeOrdered(
   if (now === "unpartitioned") {
     if (withOld !== "absent")
       throw new Error(`${database}.${old} exists beside an unpartitioned ${table}; drop or rename it, then run setup again`);
-    const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
-    for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
+    await addMissingColumns(sql, dialect, database, table);
     if (withCopy !== "absent") await sql.command(`DROP TABLE ${q(copy)}`); // a crashed run's, by its layout ours
     await sql.command(eventsTableDdl(dialect, database, copy, retentionDays));
     // Without merges the parts noted stay the parts copied, so the difference is only new inserts;
@@ -183,21 +180,19 @@ export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, 
 }
 
 /** `SELECT version()`, e.g. `18.16.1` or `24.8.4.13`. */
-export async function serverVersion(target: Sql | ClickHouseClient): Promise<string> {
-  const sql = asSql(target);
+export async function serverVersion(sql: Sql): Promise<string> {
   const [row] = await sql.rows<{ version: string }>("SELECT version() AS version");
   return row?.version ?? "";
 }
 
-function asSql(target: Sql | ClickHouseClient): Sql {
-  return "rows" in target ? target : clientSql(target);
+async function tablesNamed(sql: Sql, database: string, names: string[]): Promise<TableRow[]> {
+  return sql.rows<TableRow>(existingObjectsQuery(database, names));
 }
 
-async function tablesNamed(sql: Sql, database: string, names: string[]): Promise<TableRow[]> {
-  return sql.rows<TableRow>(
-    `SELECT name, engine, create_table_query, sorting_key FROM system.tables
-WHERE database = ${quoteString(database)} AND name IN (${names.map(quoteString).join(", ")})`,
-  );
+/** Adds the columns of later releases that `table` lacks (18.16 has no ADD COLUMN IF NOT EXISTS). */
+async function addMissingColumns(sql: Sql, dialect: Dialect, database: string, table: string): Promise<void> {
+  const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
+  for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
 }
 
 async function activeParts(sql: Sql, database: string, table: string): Promise<string[]> {
@@ -218,9 +213,4 @@ async function recordStep(sql: Sql, database: string, step: string): Promise<voi
   await sql.command(
     `INSERT INTO ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} (step, done_at) VALUES (${quoteString(step)}, now())`,
   );
-}
-
-/** A sorting key without spaces, parentheses or backquotes. */
-function bareKey(key: string): string {
-  return key.replace(/[\s()`]/g, "");
 }

@@ -7,7 +7,7 @@ import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { setupConfig } from "../schemas/config";
-import { migrate } from "./migrate";
+import { clientSql, migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";
 
 const log = pino({ name: "setup" });
@@ -26,7 +26,7 @@ export async function runSetup(): Promise<void> {
   );
   const client = createClient({ url: config.clickhouse.url, username: config.clickhouse.username, password: config.clickhouse.password });
   try {
-    const { version, dialect } = await migrate(client, config.clickhouse);
+    const { version, dialect } = await migrate(clientSql(client), config.clickhouse);
     log.info({ version, dialect, table: `${config.clickhouse.database}.${config.clickhouse.table}` }, "clickhouse migrated");
   } finally {
     await client.close();

@@ -7,8 +7,6 @@
  * queries give deduplicated answers. The dataset is dated relative to today, as the README's
  * queries are.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { buildRecords } from "../ingest/envelope";
@@ -18,13 +16,9 @@ import { decodeRow } from "../sink/decode";
 import { migrate, type Sql } from "../sink/migrate";
 import { Chdb } from "./chdb";
 import { basic, LiveStack } from "./harness";
+import { readmeQueries as readme } from "./readme";
 
-const root = join(__dirname, "..", "..");
-
-/** The README's ```sql blocks, named by their first-line comment. */
-const readmeQueries: { name: string; sql: string }[] = [
-  ...readFileSync(join(root, "README.md"), "utf8").matchAll(/```sql\n([\s\S]*?)```/g),
-].map((m) => ({ name: m[1]!.split("\n")[0]!.replace(/^--\s*/, ""), sql: m[1]!.trim() }));
+const readmeQueries = readme();
 
 const DAY_MS = 86_400_000;
 const todayMs = Date.parse(new Date().toISOString().slice(0, 10));

@@ -487,7 +487,7 @@ live("(b) a user's VIEW `tracks` reading something else is refused and untouched
   await ch.command({ query: `INSERT INTO ${db}.mine VALUES (7)` });
   await ch.command({ query: `CREATE VIEW ${db}.tracks AS SELECT x FROM ${db}.mine` });
   const before = await tablesOf(db);
-  const refused = await migrate(ch, { ...config, database: db }).then(
+  const refused = await migrate(clientSql(ch), { ...config, database: db }).then(
     () => "",
     (e: Error) => e.message,
   );
@@ -496,7 +496,7 @@ live("(b) a user's VIEW `tracks` reading something else is refused and untouched
   assert.equal(await select(`SELECT x FROM ${db}.tracks`), [{ x: 7 }]);
   // a second conflict: both are named in the one error
   await ch.command({ query: `CREATE TABLE ${db}.${REJECTED_TABLE} (x UInt8) ENGINE = Log` });
-  const both = await migrate(ch, { ...config, database: db }).then(
+  const both = await migrate(clientSql(ch), { ...config, database: db }).then(
     () => "",
     (e: Error) => e.message,
   );
@@ -507,7 +507,7 @@ live("(b) a user's VIEW `tracks` reading something else is refused and untouched
 live("(c) migrating twice works: our views are recognised from system.tables and replaced", async () => {
   const db = fresh("c");
   const cfg = { ...config, database: db };
-  assert.is((await migrate(ch, cfg)).dialect, "legacy");
+  assert.is((await migrate(clientSql(ch), cfg)).dialect, "legacy");
   const rows = await select<TableRow>(existingObjectsQuery(db));
   assert.equal(rows.map((r) => r.name).sort(), [...reservedTableNames()].sort(), "every reserved name created");
   const verdict = classifyExisting(rows, db, "events");
@@ -516,18 +516,18 @@ live("(c) migrating twice works: our views are recognised from system.tables and
   // an older definition of one of our views (it reads events FINAL) is replaced by the current one
   await ch.command({ query: `DROP TABLE ${db}.tracks` });
   await ch.command({ query: `CREATE VIEW ${db}.tracks AS SELECT message_id FROM ${db}.events FINAL` });
-  await migrate(ch, cfg);
+  await migrate(clientSql(ch), cfg);
   const columns = await select<{ name: string }>(`SELECT name FROM system.columns WHERE database = '${db}' AND table = 'tracks'`);
   assert.ok(
     columns.some((c) => c.name === "event"),
     "tracks has the current definition again",
   );
-  await migrate(ch, cfg);
+  await migrate(clientSql(ch), cfg);
 });
 
 live("rejected_messages on 18.16: exactly its columns; a retried refusal is one row under FINAL", async () => {
   const db = fresh("r");
-  await migrate(ch, { ...config, database: db });
+  await migrate(clientSql(ch), { ...config, database: db });
   const columns = await select<{ name: string; type: string }>(COLUMNS_OF_REJECTED(db));
   assert.equal(
     columns.map((c) => [c.name, c.type]),

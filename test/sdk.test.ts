@@ -15,6 +15,11 @@ const stack = new LiveStack({ WRITE_KEYS: "segment-key=ws-segment,rudder-key=ws-
 const sdk = suite("real SDKs (live)");
 const when = new Date("2024-01-02T03:04:05.678Z");
 
+/** The track every SDK sends twice (same messageId), with a nested property. */
+function orderOf<T>(messageId: string, timestamp: T) {
+  return { messageId, userId: "u1", event: "Order Completed", properties: { price: 9.5, items: [{ sku: "a" }] }, timestamp };
+}
+
 interface Row {
   message_id: string;
   type: string;
@@ -90,13 +95,7 @@ sdk("@segment/analytics-node: all six types, one messageId sent twice", async ()
     traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } },
     timestamp: when,
   });
-  const order = {
-    messageId: ids.track,
-    userId: "u1",
-    event: "Order Completed",
-    properties: { price: 9.5, items: [{ sku: "a" }] },
-    timestamp: when,
-  };
+  const order = orderOf(ids.track!, when);
   analytics.track(order);
   analytics.track(order);
   analytics.page({ messageId: ids.page, anonymousId: "a1", category: "Docs", name: "Home", properties: { path: "/" } });
@@ -142,13 +141,7 @@ sdk("@rudderstack/rudder-sdk-node: all six types (gzip, form-urlencoded label), 
     } as Rudder.IdentifyParams,
     done(),
   );
-  const order = {
-    messageId: ids.track,
-    userId: "u1",
-    event: "Order Completed",
-    properties: { price: 9.5, items: [{ sku: "a" }] },
-    timestamp: when,
-  };
+  const order = orderOf(ids.track!, when);
   client.track({ ...order } as Rudder.TrackParams, done());
   client.track({ ...order } as Rudder.TrackParams, done());
   client.page(
@@ -181,13 +174,7 @@ sdk("@dittofeed/sdk-node: identify, track, page, screen (its four types), one me
     traits: { email: "a@b.c", home: { city: "Lisbon", tags: [{ k: 1 }] } },
     timestamp,
   });
-  const order = {
-    messageId: ids.track!,
-    userId: "u1",
-    event: "Order Completed",
-    properties: { price: 9.5, items: [{ sku: "a" }] },
-    timestamp,
-  };
+  const order = orderOf(ids.track!, timestamp);
   DittofeedSdk.track(order);
   DittofeedSdk.track(order);
   DittofeedSdk.page({ messageId: ids.page!, anonymousId: "a1", name: "Home", properties: { path: "/" } });

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildRecords } from "../../ingest/envelope";
 import { dialectFor, eventsTableDdl } from "../../schemas/clickhouse";
-import { serverVersion } from "../../sink/migrate";
+import { clientSql, serverVersion } from "../../sink/migrate";
 import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
 import { decodeRow } from "../../sink/decode";
@@ -113,7 +113,9 @@ async function main(): Promise<void> {
       if (!d.ok) throw new Error(d.reason);
       return d.row;
     });
-    await stack.ch.command({ query: eventsTableDdl(dialectFor(await serverVersion(stack.ch)), stack.database, "events_ceiling") });
+    await stack.ch.command({
+      query: eventsTableDdl(dialectFor(await serverVersion(clientSql(stack.ch))), stack.database, "events_ceiling"),
+    });
     figures.clickhouse_ceiling_rows_per_s = await clickhouseCeiling(stack.ch, "events_ceiling", rows, SECONDS);
     await stack.ch.command({ query: `DROP TABLE ${stack.database}.events_ceiling` });
     const adminDrop = stack.kafka.admin();

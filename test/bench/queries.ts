@@ -7,13 +7,14 @@
  * a best-effort drop of the scratch databases; old and new answers that differ are notes only.
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dialectFor, quoteIdent, quoteString, unpartitionedEventsTableDdl } from "../../schemas/clickhouse";
 import { clientSql, migrate, serverVersion, type Sql } from "../../sink/migrate";
 import { insertSql, plan, type Plan } from "./query-data";
 import { Chdb } from "../chdb";
+import { readmeQueries } from "../readme";
 
 const OLD_DB = "bench_queries_old";
 const NEW_DB = "bench_queries_new";
@@ -35,15 +36,6 @@ function benchConfig(env: NodeJS.ProcessEnv): BenchConfig {
     username: env.CLICKHOUSE_USER ?? "default",
     password: env.CLICKHOUSE_PASSWORD ?? "",
   };
-}
-
-/** The README's ```sql blocks (the same regex as test/analyst.test.ts), named by their first line. */
-function readmeQueries(): { name: string; sql: string }[] {
-  const readme = readFileSync(join(__dirname, "..", "..", "..", "README.md"), "utf8");
-  return [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => ({
-    name: m[1]!.split("\n")[0]!.replace(/^--\s*/, ""),
-    sql: m[1]!.trim(),
-  }));
 }
 
 /**
