@@ -176,6 +176,16 @@ export interface SinkConfig {
 export interface SetupConfig {
   /** Partitions of a topic it creates (env KAFKA_TOPIC_PARTITIONS). */
   partitions: Positive;
+  /**
+   * Replicas of a topic it creates (env KAFKA_REPLICATION_FACTOR); absent = 3, or every broker
+   * when the cluster has fewer (sink/topics.ts replicationFor).
+   */
+  replicationFactor?: Positive;
+  /**
+   * Replicas that must hold a record before an acks=all produce succeeds (env
+   * KAFKA_MIN_INSYNC_REPLICAS, the topic's min.insync.replicas); absent = replicationFactor - 1, at least 1.
+   */
+  minInsyncReplicas?: Positive;
   /** The sink's consumer group, whose coordinator setup waits for (env SINK_GROUP_ID). */
   groupId: Name;
   kafka: KafkaConfig;
@@ -205,7 +215,7 @@ export function clickhouseConfig(env: Env): ClickHouseConfig {
     password: env.CLICKHOUSE_PASSWORD ?? "",
     database: env.CLICKHOUSE_DATABASE ?? "default",
     table: env.CLICKHOUSE_TABLE ?? "events",
-    ...(env.RETENTION_DAYS === undefined || env.RETENTION_DAYS.trim() === "" ? {} : { retentionDays: int(env.RETENTION_DAYS, 0) }),
+    ...optional("retentionDays", env.RETENTION_DAYS),
   };
 }
 
@@ -309,6 +319,8 @@ export function sinkConfig(env: Env): SinkConfig {
 export function setupConfig(env: Env): SetupConfig {
   return typia.assert<SetupConfig>({
     partitions: int(env.KAFKA_TOPIC_PARTITIONS, 3),
+    ...optional("replicationFactor", env.KAFKA_REPLICATION_FACTOR),
+    ...optional("minInsyncReplicas", env.KAFKA_MIN_INSYNC_REPLICAS),
     groupId: env.SINK_GROUP_ID ?? "events-sink",
     kafka: kafkaConfig(env),
     clickhouse: clickhouseConfig(env),
@@ -355,6 +367,11 @@ function list(text: string): string[] {
 }
 
 /** An integer setting; NaN (which the guard rejects) when the text is not a whole number. */
+/** `{ [name]: number }` when the variable is set and not blank, else `{}` (the setting is absent). */
+function optional<K extends string>(name: K, text: string | undefined): Partial<Record<K, number>> {
+  return text === undefined || text.trim() === "" ? {} : ({ [name]: int(text, 0) } as Record<K, number>);
+}
+
 function int(text: string | undefined, fallback: number): number {
   if (text === undefined || text.trim() === "") return fallback;
   return /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;

@@ -1,0 +1,99 @@
+/**
+ * Topic replication (sink/topics.ts): the defaults for a cluster's size, the settings that
+ * contradict it, and the topics setup creates on the real local broker (one broker: 1 and 1).
+ */
+import { randomUUID } from "node:crypto";
+import { ConfigResourceTypes, ConfigSource, Kafka, logLevel } from "kafkajs";
+import { suite, test } from "uvu";
+import * as assert from "uvu/assert";
+import { kafkaConfig, setupConfig } from "../schemas/config";
+import { ensureTopics, replicationFor } from "../sink/topics";
+
+test("defaults: 3 and 2 on three brokers or more, every broker and one less on fewer, 1 and 1 on one", () => {
+  const chosen = (brokers: number) => {
+    const r = replicationFor(brokers, {});
+    return r.ok ? [r.replication.replicationFactor, r.replication.minInsyncReplicas] : r.message;
+  };
+  assert.equal(chosen(5), [3, 2]);
+  assert.equal(chosen(3), [3, 2]);
+  assert.equal(chosen(2), [2, 1]);
+  assert.equal(chosen(1), [1, 1]);
+});
+
+test("settings win over the defaults; a factor above the brokers or a min.insync above the factor is refused by name", () => {
+  const r = replicationFor(5, { replicationFactor: 5, minInsyncReplicas: 3 });
+  assert.ok(r.ok && r.replication.replicationFactor === 5 && r.replication.minInsyncReplicas === 3);
+  const tooMany = replicationFor(1, { replicationFactor: 3 });
+  assert.ok(!tooMany.ok && tooMany.message.startsWith("KAFKA_REPLICATION_FACTOR (3)"));
+  const noProduce = replicationFor(3, { minInsyncReplicas: 4 });
+  assert.ok(!noProduce.ok && noProduce.message.startsWith("KAFKA_MIN_INSYNC_REPLICAS (4)"));
+});
+
+test("setup reads KAFKA_REPLICATION_FACTOR and KAFKA_MIN_INSYNC_REPLICAS; blank is absent, a non-number is refused", () => {
+  const set = setupConfig({ KAFKA_REPLICATION_FACTOR: "3", KAFKA_MIN_INSYNC_REPLICAS: "2" });
+  assert.is(set.replicationFactor, 3);
+  assert.is(set.minInsyncReplicas, 2);
+  const blank = setupConfig({ KAFKA_REPLICATION_FACTOR: " " });
+  assert.is("replicationFactor" in blank, false);
+  assert.throws(() => setupConfig({ KAFKA_MIN_INSYNC_REPLICAS: "two" }));
+});
+
+test.run();
+
+const live = suite("topic replication (live broker)");
+const kafka = new Kafka({ clientId: "test-topics", brokers: kafkaConfig(process.env).brokers, logLevel: logLevel.NOTHING });
+const names = () => {
+  const id = randomUUID().slice(0, 8);
+  return { ...kafkaConfig(process.env), topic: `t-${id}`, rejectedTopic: `t-${id}-rejected`, dlqTopic: `t-${id}-dlq` };
+};
+
+live("on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1", async () => {
+  const config = names();
+  const { created, replication } = await ensureTopics(kafka, config, { partitions: 2 });
+  assert.equal(created, [config.topic, config.rejectedTopic, config.dlqTopic]);
+  assert.equal(replication, { replicationFactor: 1, minInsyncReplicas: 1 });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const described = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: created.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ["min.insync.replicas"] })),
+    });
+    assert.equal(
+      described.resources.map((r) => r.configEntries[0]?.configValue),
+      ["1", "1", "1"],
+    );
+    // Set on the topic by setup (source TOPIC_CONFIG), not the broker's value that happens to match.
+    assert.equal(
+      described.resources.map((r) => r.configEntries[0]?.configSource),
+      [ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG],
+    );
+    const metadata = await admin.fetchTopicMetadata({ topics: [config.topic] });
+    assert.equal(
+      metadata.topics[0]!.partitions.map((p) => p.replicas.length),
+      [1, 1],
+    );
+    await admin.deleteTopics({ topics: created });
+  } finally {
+    await admin.disconnect();
+  }
+});
+
+live("asking for 3 replicas of one broker fails naming the setting, and creates nothing", async () => {
+  const config = names();
+  const error = await ensureTopics(kafka, config, { partitions: 1, replicationFactor: 3 }).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  assert.match(String(error?.message), "KAFKA_REPLICATION_FACTOR (3) is above the 1 broker(s)");
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const topics = await admin.listTopics();
+    assert.not.ok(topics.includes(config.topic));
+  } finally {
+    await admin.disconnect();
+  }
+});
+
+live.run();
