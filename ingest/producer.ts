@@ -9,6 +9,7 @@
 import type { Producer } from "kafkajs";
 import type { EventRecord } from "../schemas/envelope";
 import { chunkByBytes, recordBytes } from "../schemas/kafka-limits";
+import { sendWhole } from "../schemas/kafka-send";
 import type { IngestMetrics } from "./metrics";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
@@ -17,8 +18,9 @@ export type SendBatch = (records: EventRecord[]) => Promise<void>;
 /**
  * The one Kafka send of the ingest: events to `topics.topic`, refused items to
  * `topics.rejectedTopic`, in one kafkajs sendBatch with acks=-1 (every in-sync replica has the
- * records before it resolves) and `timeoutMs` as the broker's request timeout. Throws kafkajs's
- * errors (retriable by the client: the app answers 503).
+ * records before it resolves) and `timeoutMs` as the broker's request timeout, sent again whole
+ * on failure until `timeoutMs` (schemas/kafka-send.ts). Throws kafkajs's errors (retriable by the
+ * client: the app answers 503).
  */
 export function kafkaSend(
   producer: Producer,
@@ -31,14 +33,18 @@ export function kafkaSend(
     const events = records.filter((r) => r.rejected !== true);
     const rejected = records.filter((r) => r.rejected === true).map(({ key, value }) => ({ key, value }));
     try {
-      await producer.sendBatch({
-        topicMessages: [
-          ...(events.length > 0 ? [{ topic: topics.topic, messages: events }] : []),
-          ...(rejected.length > 0 ? [{ topic: topics.rejectedTopic, messages: rejected }] : []),
-        ],
-        acks: -1,
-        timeout: timeoutMs,
-      });
+      await sendWhole(
+        producer,
+        {
+          topicMessages: [
+            ...(events.length > 0 ? [{ topic: topics.topic, messages: events }] : []),
+            ...(rejected.length > 0 ? [{ topic: topics.rejectedTopic, messages: rejected }] : []),
+          ],
+          acks: -1,
+          timeout: timeoutMs,
+        },
+        timeoutMs,
+      );
       timer({ status: "ok" });
       metrics.recordsProduced.inc({ topic: topics.topic }, events.length);
       if (rejected.length > 0) metrics.recordsProduced.inc({ topic: topics.rejectedTopic }, rejected.length);

@@ -17,6 +17,7 @@ import { ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
+import { PRODUCER_RETRY } from "../schemas/kafka-send";
 import { TokenBuckets } from "./ratelimit";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
@@ -47,6 +48,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
+    retry: PRODUCER_RETRY, // a failed send is sent again whole by kafkaSend (schemas/kafka-send.ts)
   });
   const admin = kafka.admin({ retry: { retries: 0 } });
   await producer.connect();

@@ -9,6 +9,10 @@ import type { Kafka } from "kafkajs";
 import { Partitioners } from "kafkajs";
 import type { KafkaConfig } from "../schemas/config";
 import { DLQ_HEADERS } from "../schemas/envelope";
+import { PRODUCER_RETRY, sendWhole } from "../schemas/kafka-send";
+
+/** How long one re-send may retry before the replay fails (it resumes from its commit when run again), ms. */
+const REPLAY_SEND_DEADLINE_MS = 30_000;
 
 /** Replays up to the DLQ's end as it was when called; resolves with the count re-sent. */
 export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, groupId: string): Promise<number> {
@@ -29,7 +33,11 @@ export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, group
   }
   if (!pending) return 0;
 
-  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: PRODUCER_RETRY,
+  });
   const consumer = kafka.consumer({ groupId });
   await Promise.all([producer.connect(), consumer.connect()]);
   let replayed = 0;
@@ -56,7 +64,11 @@ export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, group
                   const topic = replayTopic(m.headers?.[DLQ_HEADERS.source]?.toString(), config);
                   byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key: m.key, value: m.value }]);
                 }
-                await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) });
+                await sendWhole(
+                  producer,
+                  { acks: -1, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) },
+                  REPLAY_SEND_DEADLINE_MS,
+                );
                 replayed += messages.length;
                 const last = messages[messages.length - 1]!.offset;
                 resolveOffset(last);

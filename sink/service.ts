@@ -16,6 +16,7 @@ import type { Logger } from "pino";
 import { quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
+import { PRODUCER_RETRY } from "../schemas/kafka-send";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
@@ -57,7 +58,12 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const groups = { [config.kafka.topic]: config.groupId, [config.kafka.rejectedTopic]: `${config.groupId}-rejected` };
   const eventsConsumer = consumerOf(groups[config.kafka.topic]!);
   const rejectedConsumer = consumerOf(groups[config.kafka.rejectedTopic]!);
-  const dlqProducer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka-send.ts says why).
+  const dlqProducer = kafka.producer({
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: PRODUCER_RETRY,
+  });
   const admin = kafka.admin({ retry: { retries: 0 } });
 
   await client.ping();

@@ -3,7 +3,7 @@
  * Partition count and replication only apply on creation; an existing topic is left as it is.
  * Throws if Kafka is unreachable or the replication asked for cannot be had.
  */
-import type { Kafka } from "kafkajs";
+import type { Admin, Kafka } from "kafkajs";
 import type { KafkaConfig, SetupConfig } from "../schemas/config";
 
 /** Replication of the topics setup creates. */
@@ -59,10 +59,35 @@ export async function ensureTopics(
       { topic: config.rejectedTopic, numPartitions: setup.partitions, replicationFactor, configEntries },
       { topic: config.dlqTopic, numPartitions: 1, replicationFactor, configEntries },
     ].filter((t) => !existing.has(t.topic));
-    if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: true });
+    if (wanted.length > 0) {
+      await admin.createTopics({ topics: wanted, waitForLeaders: false });
+      await waitForLeaders(
+        admin,
+        wanted.map((t) => t.topic),
+      );
+    }
     return { created: wanted.map((t) => t.topic), replication: chosen.replication };
   } finally {
     await admin.disconnect();
+  }
+}
+
+/**
+ * Polls the metadata until every partition of `topics` has a leader, or throws after `timeoutMs`.
+ * On a cluster a broker answers "does not host this topic-partition" until the controller's
+ * news reaches it, which kafkajs's own wait (createTopics waitForLeaders) does not outlast.
+ */
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { topics: found } = await admin.fetchTopicMetadata({ topics });
+      if (found.length === topics.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline) throw new Error(`topics ${topics.join(", ")} have no leader after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

@@ -2,8 +2,8 @@
 # `npm test`: builds, installs chdb-core and Chromium if missing, brings up the local stack (reusing servers
 # that already answer), runs every uvu test - unit tests, live tests against the real Kafka and
 # ClickHouse, and current-ClickHouse checks in chdb - stops what it started, then runs the fault
-# scenarios and the API fuzz on a stack of their own (test/faults/run.sh). Exits non-zero if any
-# test failed.
+# scenarios and the API fuzz on a stack of their own (test/faults/run.sh), then the replicated-Kafka
+# scenarios on three local Kafka nodes (test/faults-cluster/run.sh). Exits non-zero if any test failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
@@ -30,5 +30,10 @@ stack_down
 # FAULTS=0 skips them (they take about five minutes).
 if [[ ${FAULTS:-1} != 0 ]]; then
   bash test/faults/run.sh || rc=1
+fi
+# The replicated-Kafka scenarios start three Kafka nodes of their own (about 2 minutes in all).
+# CLUSTER=0 skips them.
+if [[ ${CLUSTER:-1} != 0 ]]; then
+  bash test/faults-cluster/run.sh || rc=1
 fi
 exit "$rc"

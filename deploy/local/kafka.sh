@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Local single-node Kafka (KRaft, broker+controller in one JVM) for development and tests.
 #
-#   deploy/local/kafka.sh start|stop|status
+#   deploy/local/kafka.sh start|stop|status|jars
 #
 # start: if something already answers at KAFKA_BROKERS (first entry, default 127.0.0.1:9092)
 #        it is used as is. Otherwise the broker jars are fetched from Maven Central once
@@ -10,12 +10,17 @@
 #        If it does not answer within 90 s, the tail of kafka.log is printed and we exit 1.
 # stop:  stops only a broker that this script started (by the PID in kafka.pid).
 # status: says whether the broker answers and whether we started it; exit 1 if it does not answer.
+# jars:  only fetches the broker jars.
+#
+# One node of a multi-node cluster (deploy/local/cluster.sh) sets KAFKA_NODE_ID, KAFKA_QUORUM_VOTERS
+# (`id@host:port,...`), KAFKA_CLUSTER_ID (the same for every node), KAFKA_INTERNAL_REPLICAS (replicas
+# of Kafka's own topics), KAFKA_LIB (jars shared by the nodes) and KAFKA_HEAP.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 STACK_DIR="${STACK_DIR:-$(cd "$HERE/../.." && pwd)/.stack}"
 DIR="$STACK_DIR/kafka"
-LIB="$DIR/lib"
+LIB="${KAFKA_LIB:-$DIR/lib}"
 PIDFILE="$DIR/kafka.pid"
 LOG="$DIR/kafka.log"
 PROPS="$DIR/server.properties"
@@ -26,6 +31,10 @@ BROKER="${BROKER#*://}"  # tolerate a PLAINTEXT:// prefix
 HOST="${BROKER%:*}"
 PORT="${BROKER##*:}"
 CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
+NODE_ID="${KAFKA_NODE_ID:-1}"
+VOTERS="${KAFKA_QUORUM_VOTERS:-$NODE_ID@127.0.0.1:$CONTROLLER_PORT}"
+INTERNAL_REPLICAS="${KAFKA_INTERNAL_REPLICAS:-1}"
+HEAP="${KAFKA_HEAP:-512m}"
 
 # shellcheck disable=SC2034 # NOUN and ENDPOINT are read by daemon.sh
 NOUN=broker ENDPOINT="$HOST:$PORT"
@@ -65,8 +74,8 @@ write_config() {
   cat >"$PROPS" <<EOF
 # Written by deploy/local/kafka.sh on every start: edit the script, not this file.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+node.id=$NODE_ID
+controller.quorum.voters=$VOTERS
 listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
 advertised.listeners=PLAINTEXT://$HOST:$PORT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
@@ -75,8 +84,8 @@ controller.listener.names=CONTROLLER
 log.dirs=$DIR/data
 num.partitions=3
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
+offsets.topic.replication.factor=$INTERNAL_REPLICAS
+transaction.state.log.replication.factor=$INTERNAL_REPLICAS
 transaction.state.log.min.isr=1
 min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
@@ -96,7 +105,9 @@ java_run() { java -Dlog4j.configuration="file:$DIR/log4j.properties" -cp "$LIB/*
 
 format_storage() {
   if [[ -f $DIR/data/meta.properties ]]; then return 0; fi
-  if [[ ! -s $DIR/cluster.id ]]; then
+  if [[ -n ${KAFKA_CLUSTER_ID:-} ]]; then
+    echo "$KAFKA_CLUSTER_ID" >"$DIR/cluster.id"
+  elif [[ ! -s $DIR/cluster.id ]]; then
     java_run kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 >"$DIR/cluster.id"
   fi
   say "formatting $DIR/data (cluster id $(cat "$DIR/cluster.id"))"
@@ -120,7 +131,7 @@ start() {
     write_config
     format_storage
     say "starting broker at $HOST:$PORT (controller 127.0.0.1:$CONTROLLER_PORT, log $LOG)"
-    spawn_detached "$LOG" java -Xmx512m -Xms256m -Dlog4j.configuration="file:$DIR/log4j.properties" \
+    spawn_detached "$LOG" java "-Xmx$HEAP" -Xms256m -Dlog4j.configuration="file:$DIR/log4j.properties" \
       -cp "$LIB/*" kafka.Kafka "$PROPS"
     pid=$SPAWNED_PID
   fi
@@ -135,10 +146,15 @@ start() {
 }
 
 
+jars() {
+  mkdir -p "$DIR"
+  fetch_jars
+}
+
 case "${1:-}" in
-  start | stop | status) "$1" ;;
+  start | stop | status | jars) "$1" ;;
   *)
-    echo "usage: $0 start|stop|status" >&2
+    echo "usage: $0 start|stop|status|jars" >&2
     exit 2
     ;;
 esac
