@@ -101,7 +101,8 @@ export const ROW_VALUE_PREFIX = Buffer.from('{"workspace_id":');
 
 /** Whether a record value is an events row (format 2) the sink may pass to ClickHouse as it is. */
 export function isRowValue(value: Buffer): boolean {
-  return value.length > ROW_VALUE_PREFIX.length && ROW_VALUE_PREFIX.equals(value.subarray(0, ROW_VALUE_PREFIX.length));
+  // compare() over a range: no view of the value is made for each record (the sink's hot path).
+  return value.length > ROW_VALUE_PREFIX.length && ROW_VALUE_PREFIX.compare(value, 0, ROW_VALUE_PREFIX.length) === 0;
 }
 
 /** What the ingest adds to a message: who sent it, when, and its corrected time and context. */
