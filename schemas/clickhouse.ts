@@ -11,6 +11,12 @@
  * views over `events`, with aggregates that give the same answer when a retry is counted twice
  * (argMax, min, max, uniq). `rejected_messages` keeps what the ingest refused. An object is only
  * replaced when schemas/ownership.ts found it to be ours.
+ *
+ * On a cluster (CLICKHOUSE_CLUSTER, the name of a cluster in the servers' remote_servers) each
+ * table is `<name>_local`, a Replicated* engine on every shard, created ON CLUSTER, and `<name>`
+ * is a Distributed table over it: the names analysts and the sink use read and write every
+ * shard. Rows are sharded by a hash of the columns that identify them (EVENTS_SHARDING_KEY), so
+ * every copy of a message lands on one shard and collapses there.
  */
 
 import { EVENT_ROW_COLUMNS } from "./row";
@@ -37,8 +43,12 @@ const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][
   ["extra", "String", "context"],
 ];
 
-/** The events table's columns, in order, with their types (event_date is the sorting day). */
-function eventColumns(d: Dialect, withEventDate: boolean): string {
+/**
+ * The events table's columns, in order, with their types (event_date is the sorting day).
+ * event_date is MATERIALIZED on one server; on a cluster it is DEFAULT (the same expression), as
+ * a Distributed table computes it and sends it on, which 18.16 refuses for a MATERIALIZED column.
+ */
+function eventColumns(d: Dialect, withEventDate: boolean, cluster?: string): string {
   const t = TYPES[d];
   return `  workspace_id ${t.lowString},
   message_id String,
@@ -53,7 +63,7 @@ function eventColumns(d: Dialect, withEventDate: boolean): string {
   timestamp ${t.time},
   original_timestamp Nullable(${t.time}),
   sent_at Nullable(${t.time}),
-  received_at ${t.time},${withEventDate ? `\n  event_date Date MATERIALIZED ${EVENT_DATE},` : ""}
+  received_at ${t.time},${withEventDate ? `\n  event_date Date ${cluster === undefined ? "MATERIALIZED" : "DEFAULT"} ${EVENT_DATE},` : ""}
   properties String,
   traits String,
   context String,
@@ -77,15 +87,17 @@ export const UNPARTITIONED_SORTING_KEY = "workspace_id,message_id";
 /**
  * `CREATE TABLE IF NOT EXISTS` for the events table; idempotent. With `retentionDays` on current
  * ClickHouse, a TTL drops whole parts whose rows are all older than that many days
- * (`ttl_only_drop_parts`); 18.16 has no TTL, so there retention is `partitionsToDrop`.
+ * (`ttl_only_drop_parts`); 18.16 has no TTL, so there retention is `partitionsToDrop`. On a
+ * cluster this is `<table>_local` on every shard; distributedDdl makes `<table>` over it.
  */
-export function eventsTableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number): string {
+export function eventsTableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number, cluster?: string): string {
   const ttl = dialect === "current" && retentionDays !== undefined ? `\n${retentionTtl(retentionDays)}` : "";
   const settings = dialect === "current" ? "\nSETTINGS ttl_only_drop_parts = 1" : "";
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(table)} (
-${eventColumns(dialect, true)}
+  const local = storageName(table, cluster);
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
+${eventColumns(dialect, true, cluster)}
 )
-ENGINE = ReplacingMergeTree(received_at)
+ENGINE = ${engine("ReplacingMergeTree", "received_at", database, local, cluster)}
 PARTITION BY toYYYYMM(event_date)
 ORDER BY (workspace_id, event_date, type, message_id)${ttl}${settings}`;
 }
@@ -102,6 +114,56 @@ ENGINE = ReplacingMergeTree(received_at)
 ORDER BY (workspace_id, message_id)`;
 }
 
+/** What a table's name gains on a cluster for the Replicated table under its Distributed table. */
+export const LOCAL_SUFFIX = "_local";
+
+/** The table that holds rows on each server: `name` on one server, `name_local` on a cluster. */
+export function storageName(name: string, cluster?: string): string {
+  return cluster === undefined ? name : `${name}${LOCAL_SUFFIX}`;
+}
+
+/** ` ON CLUSTER <cluster>` on a cluster (the statement then runs on every server), else nothing. */
+export function onCluster(cluster?: string): string {
+  return cluster === undefined ? "" : ` ON CLUSTER ${quoteIdent(cluster)}`;
+}
+
+/**
+ * A MergeTree-family engine clause: `ReplacingMergeTree(received_at)` on one server;
+ * `ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/<db>/<table>', '{replica}', received_at)`
+ * on a cluster, where each server's macros name its shard and replica. `shared` keeps one copy
+ * on every server of every shard (the setup steps).
+ */
+function engine(family: string, args: string, database: string, table: string, cluster?: string, shared = false): string {
+  if (cluster === undefined) return args === "" ? family : `${family}(${args})`;
+  const path = quoteString(`/clickhouse/tables/${shared ? "all" : "{shard}"}/${database}/${table}`);
+  return `Replicated${family}(${path}, '{replica}'${args === "" ? "" : `, ${args}`})`;
+}
+
+/**
+ * Sharding keys of the Distributed tables: a hash of what identifies a row, so every copy of
+ * one (a retried message, a repeated refusal) is stored on the same shard, where
+ * ReplacingMergeTree collapses it. The events key is the messageId alone (as the Kafka key),
+ * a hash the sink also computes (schemas/shard.ts) when it inserts into each shard directly.
+ * Users and identities rows are states of aggregates, merged by -Merge across shards, so any
+ * shard is right for them; their owner's id keeps one user together on the backfill.
+ */
+export const EVENTS_SHARDING_KEY = "halfMD5(message_id)";
+const SHARDING_KEYS = {
+  rejected: "cityHash64(workspace_id, rejection_id)",
+  users: "cityHash64(workspace_id, user_id)",
+  identities: "cityHash64(workspace_id, anonymous_id)",
+};
+
+/**
+ * `CREATE TABLE IF NOT EXISTS <name> ON CLUSTER ... AS <name>_local ENGINE = Distributed(...)`:
+ * the table through which the sink inserts and analysts read every shard of `<name>_local`.
+ */
+export function distributedDdl(database: string, name: string, cluster: string, shardingKey: string): string {
+  const local = storageName(name, cluster);
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(name)}${onCluster(cluster)} AS ${quoteIdent(database)}.${quoteIdent(local)}
+ENGINE = Distributed(${[cluster, database, local].map(quoteString).join(", ")}, ${shardingKey})`;
+}
+
 /** The TTL clause for RETENTION_DAYS (current ClickHouse). */
 export function retentionTtl(days: number): string {
   return `TTL event_date + toIntervalDay(${Math.trunc(days)})`;
@@ -110,11 +172,19 @@ export function retentionTtl(days: number): string {
 /**
  * Statements that bring an existing events table's TTL to RETENTION_DAYS on current ClickHouse,
  * given its stored CREATE query: MODIFY TTL when the clause differs, REMOVE TTL when retention
- * is unset and the table has one; none on 18.16 (no TTL there).
+ * is unset and the table has one; none on 18.16 (no TTL there). `createQuery` is the stored
+ * query of the table holding rows (`<table>_local` on a cluster, altered ON CLUSTER).
  */
-export function retentionDdl(dialect: Dialect, database: string, table: string, createQuery: string, retentionDays?: number): string[] {
+export function retentionDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  createQuery: string,
+  retentionDays?: number,
+  cluster?: string,
+): string[] {
   if (dialect !== "current") return [];
-  const name = `${quoteIdent(database)}.${quoteIdent(table)}`;
+  const name = `${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)}`;
   const current = /\bTTL\s+(.*?)(?:\s+SETTINGS\b|$)/s.exec(createQuery)?.[1]?.trim();
   if (retentionDays === undefined) return current === undefined ? [] : [`ALTER TABLE ${name} REMOVE TTL`];
   const wanted = retentionTtl(retentionDays);
@@ -146,10 +216,13 @@ export function partitionsQuery(database: string, table: string): string {
 WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND active ORDER BY id`;
 }
 
-/** `ALTER TABLE ... DROP PARTITION` for one partition id (YYYYMM, the value of toYYYYMM). Throws on another shape. */
-export function dropPartitionDdl(database: string, table: string, id: string): string {
+/**
+ * `ALTER TABLE ... DROP PARTITION` for one partition id (YYYYMM, the value of toYYYYMM); on a
+ * cluster, of `<table>_local` ON CLUSTER (every shard). Throws on another shape.
+ */
+export function dropPartitionDdl(database: string, table: string, id: string, cluster?: string): string {
   if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
-  return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(table)} DROP PARTITION ${id}`;
+  return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} DROP PARTITION ${id}`;
 }
 
 /**
@@ -167,12 +240,24 @@ FROM ${quoteIdent(database)}.${quoteIdent(from)} FINAL${where === undefined ? ""
 
 /**
  * `ALTER TABLE ... ADD COLUMN` for the columns a table made by an older release lacks, given the
- * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`).
+ * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`); on a cluster, to `<table>_local` and
+ * then `<table>`, ON CLUSTER.
  */
-export function addColumnsDdl(dialect: Dialect, database: string, table: string, existing: ReadonlySet<string>): string[] {
+export function addColumnsDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  existing: ReadonlySet<string>,
+  cluster?: string,
+): string[] {
+  const tables = cluster === undefined ? [table] : [storageName(table, cluster), table];
   return ADDED_COLUMNS(dialect)
     .filter(([name]) => !existing.has(name))
-    .map(([name, type, after]) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(table)} ADD COLUMN ${name} ${type} AFTER ${after}`);
+    .flatMap(([name, type, after]) =>
+      tables.map(
+        (t) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} ADD COLUMN ${name} ${type} AFTER ${after}`,
+      ),
+    );
 }
 
 /** A query listing the columns of a table (name per row). */
@@ -261,9 +346,16 @@ export function viewNames(): string[] {
  * Statements that create the analyst views, replacing those in `ours` (views found to be ours by
  * schemas/ownership.ts) so their definitions stay current: `CREATE OR REPLACE` on current
  * ClickHouse, drop-and-create on 18.16, which lacks it. A name not in `ours` gets a plain
- * `CREATE VIEW`, which fails rather than replace an object that appeared since the check.
+ * `CREATE VIEW`, which fails rather than replace an object that appeared since the check. On a
+ * cluster the views are made ON CLUSTER and read the Distributed table (every shard).
  */
-export function viewsDdl(dialect: Dialect, database: string, table: string, ours: ReadonlySet<string> = new Set()): string[] {
+export function viewsDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  ours: ReadonlySet<string> = new Set(),
+  cluster?: string,
+): string[] {
   const source = `${quoteIdent(database)}.${quoteIdent(table)} FINAL`;
   const views: [name: string, select: string][] = Object.entries(TYPE_VIEWS).map(([type, name]) => [
     name,
@@ -272,7 +364,7 @@ FROM ${source}
 WHERE type = '${type}'`,
   ]);
   return views.flatMap(([name, select]) => {
-    const view = `${quoteIdent(database)}.${quoteIdent(name)}`;
+    const view = `${quoteIdent(database)}.${quoteIdent(name)}${onCluster(cluster)}`;
     if (!ours.has(name)) return [`CREATE VIEW ${view} AS ${select}`];
     return dialect === "current"
       ? [`CREATE OR REPLACE VIEW ${view} AS ${select}`]
@@ -280,9 +372,16 @@ WHERE type = '${type}'`,
   });
 }
 
-/** The statements creating the database and the events table; safe to run again. */
-export function tableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number): string[] {
-  return [`CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)}`, eventsTableDdl(dialect, database, table, retentionDays)];
+/**
+ * The statements creating the database and the events table (on a cluster, `<table>_local` and
+ * the Distributed `<table>` over it); safe to run again.
+ */
+export function tableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number, cluster?: string): string[] {
+  return [
+    `CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)}${onCluster(cluster)}`,
+    eventsTableDdl(dialect, database, table, retentionDays, cluster),
+    ...(cluster === undefined ? [] : [distributedDdl(database, table, cluster, EVENTS_SHARDING_KEY)]),
+  ];
 }
 
 /** The table of items the ingest refused, kept for operators and analysts. */
@@ -293,11 +392,13 @@ export const REJECTED_TABLE = "rejected_messages";
  * SHA-256 of workspaceId + raw, so a retried refusal shares the ORDER BY key and collapses under
  * FINAL; no PARTITION BY from receive time: ReplacingMergeTree only merges within a partition.
  * `message_id` is '' when the item had no usable messageId, `type` '' when it was not a string;
- * `reasons` holds "path: expected" entries, `raw` the item's JSON text as received.
+ * `reasons` holds "path: expected" entries, `raw` the item's JSON text as received. On a cluster,
+ * `rejected_messages_local` and the Distributed `rejected_messages` over it.
  */
-export function rejectedTableDdl(dialect: Dialect, database: string): string {
+export function rejectedTableDdl(dialect: Dialect, database: string, cluster?: string): string[] {
   const t = TYPES[dialect];
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(REJECTED_TABLE)} (
+  const local = storageName(REJECTED_TABLE, cluster);
+  const storage = `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
   workspace_id ${t.lowString},
   received_at ${t.time},
   rejection_id String,
@@ -306,13 +407,22 @@ export function rejectedTableDdl(dialect: Dialect, database: string): string {
   reasons Array(String),
   raw String
 )
-ENGINE = ReplacingMergeTree(received_at)
+ENGINE = ${engine("ReplacingMergeTree", "received_at", database, local, cluster)}
 ORDER BY (workspace_id, rejection_id)`;
+  return cluster === undefined ? [storage] : [storage, distributedDdl(database, REJECTED_TABLE, cluster, SHARDING_KEYS.rejected)];
 }
 
-/** Names migrate creates beside the events table: views, users, identities, their feeds, rejected_messages. */
-export function reservedTableNames(): string[] {
-  return [...viewNames(), USERS_TABLE, IDENTITIES_TABLE, USERS_MV, IDENTITIES_MV, REJECTED_TABLE, MIGRATIONS_TABLE];
+/** Tables that, on a cluster, are Distributed over a `_local` Replicated table. */
+export const DISTRIBUTED_TABLES = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE] as const;
+
+/**
+ * Names migrate creates beside the events table: views, users, identities, their feeds,
+ * rejected_messages, schema_migrations; on a cluster also the `_local` tables under users,
+ * identities and rejected_messages.
+ */
+export function reservedTableNames(cluster?: string): string[] {
+  const locals = cluster === undefined ? [] : DISTRIBUTED_TABLES.map((name) => storageName(name, cluster));
+  return [...viewNames(), USERS_TABLE, IDENTITIES_TABLE, USERS_MV, IDENTITIES_MV, REJECTED_TABLE, MIGRATIONS_TABLE, ...locals];
 }
 
 /** A DateTime of the epoch in the dialect's time type: the "never" of argMax below. */
@@ -329,9 +439,10 @@ function epoch(d: Dialect): string {
  * `uniqMerge(events)` how many messages (ClickHouse uniq: a retry is not counted again; exact
  * up to hash collisions below 65,536 per user, about 1% error above).
  */
-export function usersTableDdl(dialect: Dialect, database: string): string {
+export function usersTableDdl(dialect: Dialect, database: string, cluster?: string): string {
   const t = TYPES[dialect];
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)} (
+  const local = storageName(USERS_TABLE, cluster);
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
   workspace_id ${t.lowString},
   user_id String,
   traits AggregateFunction(argMax, String, ${t.time}),
@@ -340,7 +451,7 @@ export function usersTableDdl(dialect: Dialect, database: string): string {
   last_seen AggregateFunction(max, ${t.time}),
   events AggregateFunction(uniq, String)
 )
-ENGINE = AggregatingMergeTree
+ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
 ORDER BY (workspace_id, user_id)`;
 }
 
@@ -364,16 +475,17 @@ GROUP BY workspace_id, user_id`;
  * messages (previousId -> userId). Not transitive: alias a -> b then b -> c gives two rows.
  * `minMerge(first_linked_at)` / `maxMerge(last_linked_at)` are event times.
  */
-export function identitiesTableDdl(dialect: Dialect, database: string): string {
+export function identitiesTableDdl(dialect: Dialect, database: string, cluster?: string): string {
   const t = TYPES[dialect];
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(IDENTITIES_TABLE)} (
+  const local = storageName(IDENTITIES_TABLE, cluster);
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
   workspace_id ${t.lowString},
   anonymous_id String,
   user_id String,
   first_linked_at AggregateFunction(min, ${t.time}),
   last_linked_at AggregateFunction(max, ${t.time})
 )
-ENGINE = AggregatingMergeTree
+ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
 ORDER BY (workspace_id, anonymous_id, user_id)`;
 }
 
@@ -395,48 +507,59 @@ GROUP BY workspace_id, anonymous_id, user_id`;
 export interface Feed {
   table: typeof USERS_TABLE | typeof IDENTITIES_TABLE;
   view: typeof USERS_MV | typeof IDENTITIES_MV;
-  /** CREATE TABLE IF NOT EXISTS for the target. */
-  tableDdl: string;
-  /** CREATE MATERIALIZED VIEW ... TO the target, reading the events table. */
+  /** CREATE TABLE IF NOT EXISTS for the target (on a cluster, `_local`, then the Distributed table). */
+  tableDdl: string[];
+  /** CREATE MATERIALIZED VIEW ... TO the target, reading the events table (on a cluster, each server's `_local` tables). */
   viewDdl: string;
-  /** INSERT ... SELECT of every events row into the target; safe to repeat (idempotent aggregates). */
+  /**
+   * INSERT ... SELECT of every events row into the target; safe to repeat (idempotent aggregates).
+   * On a cluster it reads and writes the Distributed tables: run it with insert_distributed_sync=1.
+   */
   backfill: string;
 }
 
 /**
  * `users` and `identities` with their feeds. Every aggregate gives the same state when a row is
  * counted twice, so the backfill may overlap what the view already inserted (and retries of a
- * message, not yet collapsed in events, count once).
+ * message, not yet collapsed in events, count once). On a cluster each server's view feeds its
+ * own `_local` target from the events rows inserted there; analysts read the Distributed tables,
+ * whose -Merge functions merge the shards' states.
  */
-export function feeds(dialect: Dialect, database: string, table: string): Feed[] {
+export function feeds(dialect: Dialect, database: string, table: string, cluster?: string): Feed[] {
   const into = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
-  const users = usersSelect(dialect, database, table);
-  const identities = identitiesSelect(database, table);
+  const local = (name: string) => into(storageName(name, cluster));
+  const distributed = (name: string, key: string) => (cluster === undefined ? [] : [distributedDdl(database, name, cluster, key)]);
+  const mv = (name: string, target: string, select: string) =>
+    `CREATE MATERIALIZED VIEW ${into(name)}${onCluster(cluster)} TO ${local(target)} AS ${select}`;
+  const source = storageName(table, cluster);
   return [
     {
       table: USERS_TABLE,
       view: USERS_MV,
-      tableDdl: usersTableDdl(dialect, database),
-      viewDdl: `CREATE MATERIALIZED VIEW ${into(USERS_MV)} TO ${into(USERS_TABLE)} AS ${users}`,
-      backfill: `INSERT INTO ${into(USERS_TABLE)} ${users}`,
+      tableDdl: [usersTableDdl(dialect, database, cluster), ...distributed(USERS_TABLE, SHARDING_KEYS.users)],
+      viewDdl: mv(USERS_MV, USERS_TABLE, usersSelect(dialect, database, source)),
+      backfill: `INSERT INTO ${into(USERS_TABLE)} ${usersSelect(dialect, database, table)}`,
     },
     {
       table: IDENTITIES_TABLE,
       view: IDENTITIES_MV,
-      tableDdl: identitiesTableDdl(dialect, database),
-      viewDdl: `CREATE MATERIALIZED VIEW ${into(IDENTITIES_MV)} TO ${into(IDENTITIES_TABLE)} AS ${identities}`,
-      backfill: `INSERT INTO ${into(IDENTITIES_TABLE)} ${identities}`,
+      tableDdl: [identitiesTableDdl(dialect, database, cluster), ...distributed(IDENTITIES_TABLE, SHARDING_KEYS.identities)],
+      viewDdl: mv(IDENTITIES_MV, IDENTITIES_TABLE, identitiesSelect(database, source)),
+      backfill: `INSERT INTO ${into(IDENTITIES_TABLE)} ${identitiesSelect(database, table)}`,
     },
   ];
 }
 
-/** The table recording finished setup steps (a backfill is recorded once it completed). */
-export function migrationsTableDdl(database: string): string {
-  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)} (
+/**
+ * The table recording finished setup steps (a backfill is recorded once it completed); on a
+ * cluster one replicated copy on every server, so a setup reaching any server sees the steps.
+ */
+export function migrationsTableDdl(database: string, cluster?: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(MIGRATIONS_TABLE)}${onCluster(cluster)} (
   step String,
   done_at DateTime
 )
-ENGINE = MergeTree
+ENGINE = ${engine("MergeTree", "", database, MIGRATIONS_TABLE, cluster, true)}
 ORDER BY step`;
 }
 
@@ -457,4 +580,14 @@ export function quoteString(text: string): string {
 /** Backquotes an identifier (database, table) for ClickHouse SQL. */
 export function quoteIdent(name: string): string {
   return "`" + name.replace(/\\/g, "\\\\").replace(/`/g, "\\`") + "`";
+}
+
+/**
+ * Settings for every ClickHouse client of a cluster: an INSERT into a Distributed table then
+ * returns only once every shard's replica stored its rows (`insert_distributed_sync`; without it
+ * the rows wait in a queue on the server the insert reached), so the sink commits offsets only
+ * for rows every shard holds. Nothing on one server.
+ */
+export function clusterSettings(cluster?: string): { insert_distributed_sync?: 1 } {
+  return cluster === undefined ? {} : { insert_distributed_sync: 1 };
 }

@@ -48,6 +48,12 @@ export interface ClickHouseConfig {
    * partition drop (and `npm run cli -- retention`) on 18.16.
    */
   retentionDays?: Positive;
+  /**
+   * The cluster (a name in the servers' remote_servers, env CLICKHOUSE_CLUSTER) over which setup
+   * makes Replicated `_local` tables ON CLUSTER and Distributed tables under the usual names;
+   * the sink then inserts with insert_distributed_sync=1. Unset: one server.
+   */
+  cluster?: Name;
 }
 
 /** One accepted writeKey, held only as its SHA-256, and the workspace it belongs to. */
@@ -216,6 +222,7 @@ export function clickhouseConfig(env: Env): ClickHouseConfig {
     database: env.CLICKHOUSE_DATABASE ?? "default",
     table: env.CLICKHOUSE_TABLE ?? "events",
     ...optional("retentionDays", env.RETENTION_DAYS),
+    ...(env.CLICKHOUSE_CLUSTER ? { cluster: env.CLICKHOUSE_CLUSTER } : {}),
   };
 }
 

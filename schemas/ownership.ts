@@ -23,7 +23,9 @@ import {
   REJECTED_TABLE,
   USERS_MV,
   USERS_TABLE,
+  EVENTS_SORTING_KEY,
   quoteString,
+  storageName,
   reservedTableNames,
   viewNames,
 } from "./clickhouse";
@@ -53,28 +55,55 @@ export function existingObjectsQuery(database: string, names: readonly string[] 
 WHERE database = ${quoteString(database)} AND name IN (${names.map(quoteString).join(", ")})`;
 }
 
-/** Sorts the rows of existingObjectsQuery into ours and conflicts. */
-export function classifyExisting(rows: readonly TableRow[], database: string, table: string): Ownership {
+/** The names existingObjectsQuery reads on a cluster: the reserved names, `<table>` and `<table>_local`. */
+export function clusterObjectNames(table: string, cluster: string): string[] {
+  return [...reservedTableNames(cluster), table, storageName(table, cluster)];
+}
+
+/**
+ * Sorts the rows of existingObjectsQuery into ours and conflicts. On a cluster (rows of
+ * clusterObjectNames), `users`, `identities`, `rejected_messages` and `<table>` are ours when
+ * Distributed over `<name>_local` on that cluster, and each `_local` table (and
+ * schema_migrations) when it is the Replicated form of what the table above requires.
+ */
+export function classifyExisting(rows: readonly TableRow[], database: string, table: string, cluster?: string): Ownership {
   const views = new Set(viewNames());
-  const reserved = new Set(reservedTableNames());
+  const reserved = new Set(cluster === undefined ? reservedTableNames() : clusterObjectNames(table, cluster));
+  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, table];
+  const local = (name: string) => storageName(name, cluster);
   const ours = new Set<string>();
   const conflicts: string[] = [];
   let usersIsView = false;
   for (const row of rows) {
     if (!reserved.has(row.name)) continue;
-    const finalView = row.engine === "View" && readsFinal(row.create_table_query, database, table);
+    // On a cluster, judge a `_local` table as the table it stores, by its engine without `Replicated`.
+    let name = row.name;
+    let engine = row.engine;
+    let mine: boolean | undefined;
+    if (cluster !== undefined) {
+      const stores = fronts.find((f) => local(f) === row.name);
+      if (fronts.includes(row.name) && stores === undefined)
+        mine = row.engine === "Distributed" && readsDistributed(row.create_table_query, cluster, database, local(row.name));
+      else if (stores !== undefined || row.name === MIGRATIONS_TABLE) {
+        name = stores ?? row.name;
+        engine = row.engine.startsWith("Replicated") ? row.engine.slice("Replicated".length) : "";
+      }
+    }
+    const finalView = engine === "View" && readsFinal(row.create_table_query, database, table);
     const key = bare(row.sorting_key);
-    let mine: boolean;
-    if (views.has(row.name)) mine = finalView;
-    else if (row.name === USERS_TABLE) {
+    if (mine !== undefined) {
+      // a Distributed table, judged above
+    } else if (views.has(name)) mine = finalView;
+    else if (name === USERS_TABLE) {
       usersIsView = finalView;
-      mine = finalView || (row.engine === "AggregatingMergeTree" && key === "workspace_id,user_id");
-    } else if (row.name === IDENTITIES_TABLE) mine = row.engine === "AggregatingMergeTree" && key === "workspace_id,anonymous_id,user_id";
-    else if (row.name === USERS_MV || row.name === IDENTITIES_MV) {
-      const target = row.name === USERS_MV ? USERS_TABLE : IDENTITIES_TABLE;
-      mine = row.engine === "MaterializedView" && feedsFrom(row.create_table_query, database, table, target);
-    } else if (row.name === REJECTED_TABLE) mine = row.engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
-    else mine = row.name === MIGRATIONS_TABLE && row.engine === "MergeTree" && key === "step";
+      mine = finalView || (engine === "AggregatingMergeTree" && key === "workspace_id,user_id");
+    } else if (name === IDENTITIES_TABLE) mine = engine === "AggregatingMergeTree" && key === "workspace_id,anonymous_id,user_id";
+    else if (name === USERS_MV || name === IDENTITIES_MV) {
+      const target = name === USERS_MV ? USERS_TABLE : IDENTITIES_TABLE;
+      mine = engine === "MaterializedView" && feedsFrom(row.create_table_query, database, local(table), local(target));
+    } else if (name === REJECTED_TABLE) mine = engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
+    else if (name === table) mine = engine === "ReplacingMergeTree" && key === EVENTS_SORTING_KEY;
+    else mine = name === MIGRATIONS_TABLE && engine === "MergeTree" && key === "step";
     if (mine) ours.add(row.name);
     else conflicts.push(`${database}.${row.name} (${row.engine})`);
   }
@@ -119,12 +148,25 @@ export function feedsFrom(createQuery: string, database: string, table: string, 
   return false;
 }
 
-/** The name an identifier token stands for. */
+const STRING_OR_IDENT = `('(?:[^'\\\\]|\\\\.)*'|${IDENT})`;
+const DISTRIBUTED_ARGS = new RegExp(
+  `\\bDistributed\\s*\\(\\s*${STRING_OR_IDENT}\\s*,\\s*${STRING_OR_IDENT}\\s*,\\s*${STRING_OR_IDENT}`,
+  "i",
+);
+
+/** Whether a stored CREATE TABLE is `ENGINE = Distributed(cluster, database, table, ...)`. */
+export function readsDistributed(createQuery: string, cluster: string, database: string, table: string): boolean {
+  const m = DISTRIBUTED_ARGS.exec(createQuery);
+  // each argument is two groups (the argument, then IDENT's own)
+  return m !== null && unquote(m[1]!) === cluster && unquote(m[3]!) === database && unquote(m[5]!) === table;
+}
+
+/** The name an identifier token (or string literal) stands for. */
 function unquote(token: string): string {
   const q = token[0];
-  if (q !== "`" && q !== '"') return token;
+  if (q !== "`" && q !== '"' && q !== "'") return token;
   // one pass, so an escaped backslash before a quote is read as ClickHouse reads it
-  return token.slice(1, -1).replace(/\\(.)|``|""/g, (_m: string, c?: string) => c ?? q);
+  return token.slice(1, -1).replace(/\\(.)|``|""|''/g, (_m: string, c?: string) => c ?? q);
 }
 
 /** A sorting key without spaces, parentheses or backquotes: `(a, `b`)` -> `a,b`. */

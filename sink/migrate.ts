@@ -5,7 +5,10 @@
  * of the unpartitioned layout (releases before the time-ordered one) is moved into the new
  * layout while sinks may still be writing to it (`moveToTimeOrdered`). Throws if ClickHouse is
  * unreachable or refuses a statement, and throws before any DDL when an object bearing one of
- * our names is not ours (schemas/ownership.ts): it then changes nothing.
+ * our names is not ours (schemas/ownership.ts): it then changes nothing. With CLICKHOUSE_CLUSTER
+ * every statement runs ON CLUSTER (ClickHouse waits for each server up to its
+ * distributed_ddl_task_timeout, 180 s by default) and makes the Replicated and Distributed tables
+ * of schemas/clickhouse.ts; a cluster starts with the current layout (nothing to move).
  */
 import type { ClickHouseClient } from "@clickhouse/client";
 import {
@@ -27,13 +30,14 @@ import {
   quoteString,
   rejectedTableDdl,
   retentionDdl,
+  storageName,
   tableDdl,
   tableNameConflict,
   viewsDdl,
   type Dialect,
 } from "../schemas/clickhouse";
 import type { ClickHouseConfig } from "../schemas/config";
-import { bare, classifyExisting, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
+import { bare, classifyExisting, clusterObjectNames, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
 
 /** What migrate needs of a ClickHouse connection: run a statement, read rows (JSONEachRow). */
 export interface Sql {
@@ -74,22 +78,24 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   if (reserved) throw new Error(reserved);
   const version = await serverVersion(sql);
   const dialect = dialectFor(version);
-  const owned = classifyExisting(await sql.rows<TableRow>(existingObjectsQuery(database)), database, table);
+  const { cluster } = config;
+  const names = cluster === undefined ? undefined : clusterObjectNames(table, cluster);
+  const owned = classifyExisting(await sql.rows<TableRow>(existingObjectsQuery(database, names)), database, table, cluster);
   if (owned.conflicts.length > 0) throw new Error(conflictMessage(owned.conflicts));
-  const [createDatabase] = tableDdl(dialect, database, table);
+  const [createDatabase, ...createEvents] = tableDdl(dialect, database, table, config.retentionDays, cluster);
   await sql.command(createDatabase!);
-  await sql.command(migrationsTableDdl(database));
-  const moved = await moveToTimeOrdered(sql, dialect, database, table, config.retentionDays);
-  await sql.command(eventsTableDdl(dialect, database, table, config.retentionDays));
-  await addMissingColumns(sql, dialect, database, table);
-  const [events] = await tablesNamed(sql, database, [table]);
-  for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays))
+  await sql.command(migrationsTableDdl(database, cluster));
+  const moved = cluster === undefined ? await moveToTimeOrdered(sql, dialect, database, table, config.retentionDays) : undefined;
+  for (const query of createEvents) await sql.command(query);
+  await addMissingColumns(sql, dialect, database, table, cluster);
+  const [events] = await tablesNamed(sql, database, [storageName(table, cluster)]);
+  for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays, cluster))
     await sql.command(query);
-  await sql.command(rejectedTableDdl(dialect, database));
-  for (const query of viewsDdl(dialect, database, table, owned.ours)) await sql.command(query);
+  for (const query of rejectedTableDdl(dialect, database, cluster)) await sql.command(query);
+  for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
-  for (const feed of feeds(dialect, database, table)) {
-    await sql.command(feed.tableDdl);
+  for (const feed of feeds(dialect, database, table, cluster)) {
+    for (const query of feed.tableDdl) await sql.command(query);
     // The view first, then the backfill: rows inserted meanwhile are counted by both, which the
     // aggregates (argMax, min, max, uniq) absorb; a crash before the record runs it again.
     if ((await tablesNamed(sql, database, [feed.view])).length === 0) await sql.command(feed.viewDdl);
@@ -173,9 +179,12 @@ async function moveToTimeOrdered(
  */
 export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, today: string): Promise<string[]> {
   if (config.retentionDays === undefined) return [];
-  const ids = (await sql.rows<{ id: string }>(partitionsQuery(config.database, config.table))).map((r) => r.id);
+  // On a cluster, the partitions of the shard this server holds: rows are spread over the shards
+  // by a hash, so each holds every month that has more than a few rows.
+  const { database, table, cluster } = config;
+  const ids = (await sql.rows<{ id: string }>(partitionsQuery(database, storageName(table, cluster)))).map((r) => r.id);
   const expired = partitionsToDrop(ids, today, config.retentionDays);
-  for (const id of expired) await sql.command(dropPartitionDdl(config.database, config.table, id));
+  for (const id of expired) await sql.command(dropPartitionDdl(database, table, id, cluster));
   return expired;
 }
 
@@ -190,9 +199,9 @@ async function tablesNamed(sql: Sql, database: string, names: string[]): Promise
 }
 
 /** Adds the columns of later releases that `table` lacks (18.16 has no ADD COLUMN IF NOT EXISTS). */
-async function addMissingColumns(sql: Sql, dialect: Dialect, database: string, table: string): Promise<void> {
-  const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, table))).map((c) => c.name));
-  for (const query of addColumnsDdl(dialect, database, table, existing)) await sql.command(query);
+async function addMissingColumns(sql: Sql, dialect: Dialect, database: string, table: string, cluster?: string): Promise<void> {
+  const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, storageName(table, cluster)))).map((c) => c.name));
+  for (const query of addColumnsDdl(dialect, database, table, existing, cluster)) await sql.command(query);
 }
 
 async function activeParts(sql: Sql, database: string, table: string): Promise<string[]> {

@@ -13,7 +13,7 @@ import Router from "@koa/router";
 import { Kafka, logLevel, Partitioners, type Admin } from "kafkajs";
 import Koa from "koa";
 import type { Logger } from "pino";
-import { quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
+import { clusterSettings, quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
 import type { SinkConfig } from "../schemas/config";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { PRODUCER_RETRY } from "../schemas/kafka-send";
@@ -44,7 +44,13 @@ export interface RunningSink {
 /** Starts the sink; resolves when the consumers run and the HTTP server listens. */
 export async function start(config: SinkConfig, log: Logger): Promise<RunningSink> {
   const ch = config.clickhouse;
-  const client = createClient({ url: ch.url, username: ch.username, password: ch.password, database: ch.database });
+  const client = createClient({
+    url: ch.url,
+    username: ch.username,
+    password: ch.password,
+    database: ch.database,
+    clickhouse_settings: clusterSettings(ch.cluster),
+  });
   const kafka = new Kafka({ clientId: `${config.kafka.clientId}-sink`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
   const consumerOf = (groupId: string) =>
     kafka.consumer({
@@ -99,7 +105,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       consumer: eventsConsumer,
       topic: config.kafka.topic,
       decode,
-      insert: withCrashHook(clickhouseInsertLines(client, eventsTable), config.crashAt),
+      insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS), config.crashAt),
       probe: clickhouseProbe(client, eventsTable),
       sendDeadLetters: deadLettersOf(config.kafka.topic),
     }),

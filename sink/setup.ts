@@ -6,6 +6,7 @@
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
+import { clusterSettings } from "../schemas/clickhouse";
 import { setupConfig } from "../schemas/config";
 import { clientSql, migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";
@@ -24,7 +25,17 @@ export async function runSetup(): Promise<void> {
     { created, ...replication, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId },
     "kafka topics and group coordinator ready",
   );
-  const client = createClient({ url: config.clickhouse.url, username: config.clickhouse.username, password: config.clickhouse.password });
+  const ch = config.clickhouse;
+  // On a cluster the backfills insert into Distributed tables: clusterSettings makes them wait for
+  // every shard. ON CLUSTER statements wait for every server, up to distributed_ddl_task_timeout
+  // (180 s by default), hence the request timeout.
+  const client = createClient({
+    url: ch.url,
+    username: ch.username,
+    password: ch.password,
+    request_timeout: 300_000,
+    clickhouse_settings: clusterSettings(ch.cluster),
+  });
   try {
     const { version, dialect } = await migrate(clientSql(client), config.clickhouse);
     log.info({ version, dialect, table: `${config.clickhouse.database}.${config.clickhouse.table}` }, "clickhouse migrated");

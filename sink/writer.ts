@@ -32,14 +32,17 @@ export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table
 }
 
 /**
- * An insert function for rows already in JSONEachRow form (one UTF-8 line each, no newline):
- * the lines are joined into one body, copied once, and sent as they are. Throws ClickHouse's
- * error (sorted by classifyInsertError) or the connection's.
+ * An insert function for rows already in JSONEachRow form (one UTF-8 line each, no newline, the
+ * keys `columns`): the lines are joined into one body, copied once, and sent as they are. The
+ * columns are named so that the table computes every other column from its DEFAULT (18.16 reads
+ * a field missing from a JSONEachRow line as the type's zero, not the column's DEFAULT). Throws
+ * ClickHouse's error (sorted by classifyInsertError) or the connection's.
  */
-export function clickhouseInsertLines(client: ClickHouseClient, table: string): InsertRows<Buffer> {
+export function clickhouseInsertLines(client: ClickHouseClient, table: string, columns: readonly string[]): InsertRows<Buffer> {
+  const query = `INSERT INTO ${table} (${columns.join(", ")}) FORMAT JSONEachRow`;
   return async (lines) => {
     const result = await client.exec({
-      query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+      query,
       values: Readable.from([joinLines(lines)]),
       clickhouse_settings: { date_time_input_format: "best_effort" },
     });
@@ -97,11 +100,12 @@ const DATA_ERROR_CODES = new Set([6, 25, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72,
 /**
  * ClickHouse error codes meaning "the server or its setup is unwell, the data may be fine":
  * missing database/table/column (a migration not run), timeouts, overload, memory, disk,
- * read-only replicas, ZooKeeper/Keeper, auth, unknown insert status.
+ * read-only replicas, ZooKeeper/Keeper, auth, unknown insert status; on a cluster, every replica
+ * of a shard unreachable (279) and too few live replicas for a quorum insert (285, 286).
  */
 const INFRA_ERROR_CODES = new Set([
-  3, 16, 60, 81, 159, 160, 164, 173, 192, 193, 194, 195, 202, 203, 209, 210, 225, 236, 241, 242, 243, 252, 319, 394, 425, 439, 497, 516,
-  999, 1000, 1001,
+  3, 16, 60, 81, 159, 160, 164, 173, 192, 193, 194, 195, 202, 203, 209, 210, 225, 236, 241, 242, 243, 252, 279, 285, 286, 319, 394, 425,
+  439, 497, 516, 999, 1000, 1001,
 ]);
 
 /** How an insert failure is handled. */

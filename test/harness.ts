@@ -10,6 +10,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
+import { clusterSettings, onCluster } from "../schemas/clickhouse";
 import { clickhouseConfig, kafkaConfig } from "../schemas/config";
 
 const dist = join(__dirname, "..");
@@ -73,7 +74,13 @@ export class LiveStack {
   async start(nodeArgs: string[] = []): Promise<void> {
     await this.run("sink/setup.js");
     const c = clickhouseConfig(this.env);
-    this.ch = createClient({ url: c.url, username: c.username, password: c.password, database: this.database });
+    this.ch = createClient({
+      url: c.url,
+      username: c.username,
+      password: c.password,
+      database: this.database,
+      clickhouse_settings: clusterSettings(c.cluster),
+    });
     const port = await freePort();
     this.base = `http://127.0.0.1:${port}`;
     this.env.INGEST_PORT = String(port);
@@ -86,7 +93,7 @@ export class LiveStack {
   async stop(): Promise<void> {
     await Promise.all([this.ingest && stopService(this.ingest), this.sink && stopService(this.sink)]);
     if (this.ch) {
-      await this.ch.command({ query: `DROP DATABASE IF EXISTS ${this.database}` });
+      await this.ch.command({ query: `DROP DATABASE IF EXISTS ${this.database}${onCluster(clickhouseConfig(this.env).cluster)}` });
       await this.ch.close();
     }
     const admin = this.kafka.admin();

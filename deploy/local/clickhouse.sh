@@ -162,13 +162,7 @@ start() {
     spawn_detached "$LOGS/stdout.log" "$(server_bin)" --config-file="$CONFIG"
     pid=$SPAWNED_PID
   fi
-  local deadline=$((SECONDS + 60))
-  until answers; do
-    ours "$pid" || { rm -f "$PIDFILE"; fail "server exited during startup"; }
-    ((SECONDS < deadline)) || fail "server did not answer $URL/ping within 60 s (pid $pid left running; use stop)"
-    sleep 0.5
-  done
-  say "server ready at $URL (pid $pid)"
+  wait_ready "$pid" 60
 }
 
 

@@ -1,30 +1,76 @@
 #!/usr/bin/env bash
-# Local Kafka cluster for the replication tests: three KRaft nodes (each broker and controller),
-# all on 127.0.0.1, data under .stack/cluster/kafka-N, one shared set of jars.
+# Local cluster for the replication tests, all on 127.0.0.1 with data under .stack/cluster:
+# three KRaft Kafka nodes, one ZooKeeper, and ClickHouse with two shards of two replicas
+# (cluster `pipeline`, coordinated by the ZooKeeper).
 #
 #   deploy/local/cluster.sh start|stop|status|pid N
+#   deploy/local/cluster.sh node N start|stop|status          (Kafka node N, 1-3)
+#   deploy/local/cluster.sh clickhouse N start|stop|status    (ClickHouse node N, 1-4)
 #
-# Node N (1-3) listens on 127.0.0.1:2N092 (controller 2N093). The nodes start together: a KRaft
-# quorum of three answers once two of them are up. `pid N` prints node N's PID (fault tests kill
-# it). Kafka's own topics get 3 replicas; topics setup creates get 3 and min.insync.replicas 2
-# (sink/topics.ts). CLUSTER_KAFKA_BROKERS is the bootstrap list to give the services.
+# Kafka node N listens on 127.0.0.1:2N092 (controller 2N093); the nodes start together (a KRaft
+# quorum of three answers once two are up). `pid N` prints Kafka node N's PID (fault tests kill
+# it). ClickHouse node N is shard (N+1)/2, replica 2-N%2: HTTP 3N123, TCP 3N900, interserver
+# 3N909, macros {shard} and {replica}; ZooKeeper on 22181. CLUSTER_KAFKA_BROKERS and
+# CLUSTER_CLICKHOUSE_URL are what to give the services, with CLICKHOUSE_CLUSTER=pipeline.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BASE="${CLUSTER_DIR:-$ROOT/.stack/cluster}"
 NODES=(1 2 3)
+CH_NODES=(1 2 3 4)
 VOTERS="1@127.0.0.1:21093,2@127.0.0.1:22093,3@127.0.0.1:23093"
 CLUSTER_KAFKA_BROKERS="127.0.0.1:21092,127.0.0.1:22092,127.0.0.1:23092"
+CLUSTER_CLICKHOUSE_URL="http://127.0.0.1:31123"
+CLUSTER_NAME=pipeline
+ZOOKEEPER_PORT=22181
 
-# node N ACTION: runs kafka.sh ACTION for node N
+# node N ACTION: runs kafka.sh ACTION for Kafka node N
 node() {
   STACK_DIR="$BASE/kafka-$1" KAFKA_BROKERS="127.0.0.1:2${1}092" KAFKA_CONTROLLER_PORT="2${1}093" \
     KAFKA_NODE_ID="$1" KAFKA_QUORUM_VOTERS="$VOTERS" KAFKA_CLUSTER_ID="$(cluster_id)" \
     KAFKA_INTERNAL_REPLICAS=3 KAFKA_LIB="$BASE/lib" KAFKA_HEAP=384m bash "$HERE/kafka.sh" "$2"
 }
 
-# The cluster id every node is formatted with, made once (KRaft: 22 base64url characters).
+# clickhouse N ACTION: runs clickhouse.sh ACTION for ClickHouse node N, with its cluster config
+clickhouse() {
+  local n=$1
+  if [[ $2 == start ]]; then cluster_config "$n"; fi
+  STACK_DIR="$BASE/clickhouse-$n" CLICKHOUSE_URL="http://127.0.0.1:3${n}123" CLICKHOUSE_TCP_PORT="3${n}900" \
+    bash "$HERE/clickhouse.sh" "$2"
+}
+
+zookeeper() { STACK_DIR="$BASE" ZOOKEEPER_PORT=$ZOOKEEPER_PORT bash "$HERE/zookeeper.sh" "$1"; }
+
+# The config.d file of ClickHouse node N (clickhouse.sh writes config.xml; the server merges config.d).
+cluster_config() {
+  local n=$1 dir="$BASE/clickhouse-$1/clickhouse/config.d" shard replica s r
+  shard=$(((n + 1) / 2))
+  replica=$((2 - n % 2))
+  mkdir -p "$dir"
+  {
+    echo '<?xml version="1.0"?>'
+    echo '<!-- Written by deploy/local/cluster.sh on every start: edit the script, not this file. -->'
+    echo '<yandex>'
+    echo '    <interserver_http_host>127.0.0.1</interserver_http_host>'
+    echo "    <interserver_http_port>3${n}909</interserver_http_port>"
+    echo "    <macros><shard>$shard</shard><replica>ch-$shard-$replica</replica></macros>"
+    echo "    <zookeeper><node><host>127.0.0.1</host><port>$ZOOKEEPER_PORT</port></node></zookeeper>"
+    echo '    <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>'
+    echo "    <remote_servers><$CLUSTER_NAME>"
+    for s in 1 2; do
+      echo '        <shard><internal_replication>true</internal_replication>'
+      for r in 1 2; do
+        echo "            <replica><host>127.0.0.1</host><port>3$(((s - 1) * 2 + r))900</port></replica>"
+      done
+      echo '        </shard>'
+    done
+    echo "    </$CLUSTER_NAME></remote_servers>"
+    echo '</yandex>'
+  } >"$dir/cluster.xml"
+}
+
+# The cluster id every Kafka node is formatted with, made once (KRaft: 22 base64url characters).
 cluster_id() {
   mkdir -p "$BASE"
   if [[ ! -s $BASE/cluster.id ]]; then
@@ -33,25 +79,38 @@ cluster_id() {
   cat "$BASE/cluster.id"
 }
 
-start() {
-  local started=$SECONDS pids=() n rc=0
-  STACK_DIR="$BASE/kafka-1" KAFKA_LIB="$BASE/lib" bash "$HERE/kafka.sh" jars
-  for n in "${NODES[@]}"; do
-    node "$n" start &
+# Runs `FN N ACTION` for every N given, in parallel; fails if any failed.
+each() {
+  local fn=$1 action=$2 pids=() n rc=0
+  shift 2
+  for n in "$@"; do
+    "$fn" "$n" "$action" &
     pids+=($!)
   done
   for n in "${pids[@]}"; do wait "$n" || rc=1; done
-  ((rc == 0)) || exit 1
-  echo "cluster: 3 Kafka nodes ready in $((SECONDS - started)) s; KAFKA_BROKERS=$CLUSTER_KAFKA_BROKERS"
+  return "$rc"
+}
+
+start() {
+  local started=$SECONDS
+  STACK_DIR="$BASE/kafka-1" KAFKA_LIB="$BASE/lib" bash "$HERE/kafka.sh" jars
+  zookeeper start
+  each clickhouse start "${CH_NODES[@]}" || exit 1
+  each node start "${NODES[@]}" || exit 1
+  echo "cluster: ZooKeeper, 4 ClickHouse nodes (2 shards x 2 replicas) and 3 Kafka nodes ready in $((SECONDS - started)) s"
+  echo "cluster: KAFKA_BROKERS=$CLUSTER_KAFKA_BROKERS CLICKHOUSE_URL=$CLUSTER_CLICKHOUSE_URL CLICKHOUSE_CLUSTER=$CLUSTER_NAME"
 }
 
 stop() {
-  local n
-  for n in "${NODES[@]}"; do node "$n" stop || true; done
+  each node stop "${NODES[@]}" || true
+  each clickhouse stop "${CH_NODES[@]}" || true
+  zookeeper stop || true
 }
 
 status() {
   local n rc=0
+  zookeeper status || rc=1
+  for n in "${CH_NODES[@]}"; do clickhouse "$n" status || rc=1; done
   for n in "${NODES[@]}"; do node "$n" status || rc=1; done
   return "$rc"
 }
@@ -60,8 +119,9 @@ case "${1:-}" in
   start | stop | status) "$1" ;;
   pid) cat "$BASE/kafka-${2:?node 1-3}/kafka/kafka.pid" ;;
   node) node "${2:?node 1-3}" "${3:?start|stop|status}" ;;
+  clickhouse) clickhouse "${2:?node 1-4}" "${3:?start|stop|status}" ;;
   *)
-    echo "usage: $0 start|stop|status|pid N|node N start|stop|status" >&2
+    echo "usage: $0 start|stop|status|pid N|node N start|stop|status|clickhouse N start|stop|status" >&2
     exit 2
     ;;
 esac

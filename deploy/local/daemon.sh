@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by kafka.sh and clickhouse.sh: a background server tracked by the PID in a pidfile.
+# Sourced by kafka.sh, clickhouse.sh and zookeeper.sh: a background server tracked by the PID in a pidfile.
 # The caller defines NOUN (broker, server), ENDPOINT (for messages), PIDFILE, and the functions
 # say MSG, answers (it serves requests) and ours PID (PID is that server with our config: this
 # machine reaps no zombies, so `kill -0` is not enough, and a reused PID must never be killed).
@@ -33,6 +33,18 @@ spawn_detached() {
     [[ -n $SPAWNED_PID ]] && break
     sleep 0.1
   done
+}
+
+# wait_ready PID SECONDS: waits until the server answers; fails (with the caller's `fail`) if
+# PID exits first or SECONDS pass.
+wait_ready() {
+  local pid=$1 deadline=$((SECONDS + $2))
+  until answers; do
+    ours "$pid" || { rm -f "$PIDFILE"; fail "$NOUN exited during startup"; }
+    ((SECONDS < deadline)) || fail "$NOUN did not answer at $ENDPOINT within $2 s (pid $pid left running; use stop)"
+    sleep 0.3
+  done
+  say "$NOUN ready at $ENDPOINT (pid $pid)"
 }
 
 # Stops the server we started: SIGTERM, then SIGKILL after 30 s.

@@ -4,29 +4,17 @@
  * Same traffic and verdict as test/faults: every messageId answered 2xx is in ClickHouse exactly
  * once under FINAL. Run by `npm run test:cluster` (test/faults-cluster/run.sh).
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { ConfigResourceTypes } from "kafkajs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, LiveStack, waitFor } from "../harness";
+import { basic, waitFor } from "../harness";
 import { rowsOf, sleep, verdict } from "../faults/scenarios";
 import { Traffic } from "../faults/traffic";
+import { CLUSTER_DIR, clusterSh, clusterStack } from "./cluster";
 
-const ROOT = join(__dirname, "..", "..", "..");
-const CLUSTER_DIR = process.env.CLUSTER_DIR ?? join(ROOT, ".stack", "cluster");
-const run = promisify(execFile);
-
-const stack = new LiveStack({
-  KAFKA_TOPIC_PARTITIONS: "6",
-  PRODUCE_TIMEOUT_MS: "10000",
-  RETRY_AFTER_SECONDS: "1",
-  SINK_RETRY_MIN_MS: "200",
-  SINK_RETRY_MAX_MS: "2000",
-  SINK_BATCH_WAIT_MS: "300",
-});
+const stack = clusterStack();
 const cluster = suite("replicated Kafka (3 nodes)");
 
 cluster.before(() => stack.start());
@@ -76,7 +64,7 @@ cluster("one broker SIGKILLed under load (the leader of partition 0), then resta
   const killedAt = Date.now();
   await sleep(15_000);
   const during = t.figures();
-  await run("bash", [join(ROOT, "deploy", "local", "cluster.sh"), "node", String(node), "start"], { env: process.env });
+  await clusterSh("node", String(node), "start");
   const upAt = Date.now();
   await waitFor("acks after the broker is back", async () => (t.ackTimes.some((at) => at > upAt) ? true : undefined), 60_000);
   await sleep(5_000);
