@@ -565,11 +565,13 @@ ORDER BY step`;
 
 /**
  * Why CLICKHOUSE_TABLE cannot be `table`, or undefined when it can: an events table named like a
- * view or `rejected_messages` would be taken for a user's object (or, on 18.16, dropped).
+ * view or `rejected_messages` would be taken for a user's object (or, on 18.16, dropped); on a
+ * cluster, neither it nor its `_local` table may be one of the `_local` tables either.
  */
-export function tableNameConflict(table: string): string | undefined {
-  if (!reservedTableNames().includes(table)) return undefined;
-  return `CLICKHOUSE_TABLE=${table} is a name setup creates itself (${reservedTableNames().join(", ")}); choose another`;
+export function tableNameConflict(table: string, cluster?: string): string | undefined {
+  const reserved = reservedTableNames(cluster);
+  if (!reserved.includes(table) && !reserved.includes(storageName(table, cluster))) return undefined;
+  return `CLICKHOUSE_TABLE=${table} is a name setup creates itself (${reserved.join(", ")}); choose another`;
 }
 
 /** A ClickHouse string literal. */

@@ -292,7 +292,7 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
 /** The first pair of sink settings that contradict each other, as a message; undefined if none. */
 export function sinkContradiction(c: SinkConfig): string | undefined {
   if (c.retryMinMs > c.retryMaxMs) return `SINK_RETRY_MIN_MS (${c.retryMinMs}) is above SINK_RETRY_MAX_MS (${c.retryMaxMs})`;
-  const reserved = tableNameConflict(c.clickhouse.table);
+  const reserved = tableNameConflict(c.clickhouse.table, c.clickhouse.cluster);
   if (reserved !== undefined) return reserved;
   return undefined;
 }

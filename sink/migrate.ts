@@ -74,7 +74,7 @@ const LAYOUT_STEP = "events: time-ordered layout";
  */
 export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<MigrationResult> {
   const { database, table } = config;
-  const reserved = tableNameConflict(table);
+  const reserved = tableNameConflict(table, config.cluster);
   if (reserved) throw new Error(reserved);
   const version = await serverVersion(sql);
   const dialect = dialectFor(version);

@@ -63,6 +63,24 @@ test("CLICKHOUSE_TABLE may not be one of the analyst views or rejected_messages"
   );
 });
 
+test("CLICKHOUSE_CLUSTER chooses cluster mode; there CLICKHOUSE_TABLE may not be a _local table's name either", () => {
+  assert.is(sinkConfig({}).clickhouse.cluster, undefined);
+  assert.is(sinkConfig({ CLICKHOUSE_CLUSTER: "pipeline" }).clickhouse.cluster, "pipeline");
+  assert.match(
+    refusal(() => sinkConfig({ CLICKHOUSE_CLUSTER: "pipeline", CLICKHOUSE_TABLE: "users_local" })),
+    "users_local",
+  );
+  assert.match(
+    refusal(() => sinkConfig({ CLICKHOUSE_CLUSTER: "pipeline", CLICKHOUSE_TABLE: "rejected_messages_local" })),
+    "choose another",
+  );
+  assert.is(
+    refusal(() => sinkConfig({ CLICKHOUSE_TABLE: "users_local" })),
+    "",
+    "one server has no _local tables",
+  );
+});
+
 test("SINK_BATCH_RECORDS counts rows and dead letters; SINK_BATCH_ROWS, its former name, still works", () => {
   assert.is(sinkConfig({}).batchRecords, 10_000);
   assert.is(sinkConfig({ SINK_BATCH_ROWS: "500" }).batchRecords, 500);

@@ -51,7 +51,8 @@ function rowLines(n: number, prefix: string): Buffer[] {
   });
 }
 
-async function measure(name: string, insert: InsertRows<Buffer>, lines: Buffer[]): Promise<void> {
+/** rows/s of one run, printed with the CPU per row of the sink process and of the four servers. */
+async function measure(name: string, insert: InsertRows<Buffer>, lines: Buffer[]): Promise<number> {
   const pids = serverPids();
   const cpu0 = { self: process.cpuUsage(), servers: pids.map(cpuSeconds) };
   const started = process.hrtime.bigint();
@@ -60,51 +61,59 @@ async function measure(name: string, insert: InsertRows<Buffer>, lines: Buffer[]
   const self = process.cpuUsage(cpu0.self);
   const servers = pids.map(cpuSeconds).reduce((a, b, i) => a + b - cpu0.servers[i]!, 0);
   const perRow = (s: number) => ((s * 1e6) / lines.length).toFixed(1);
+  const rate = Math.round(lines.length / seconds);
   console.log(
-    `${name.padEnd(12)} ${lines.length} rows in ${seconds.toFixed(2)} s = ${Math.round(lines.length / seconds)} rows/s; ` +
+    `${name.padEnd(12)} ${lines.length} rows in ${seconds.toFixed(2)} s = ${rate} rows/s; ` +
       `CPU µs/row: sink ${perRow((self.user + self.system) / 1e6)}, ClickHouse (4 servers) ${perRow(servers)}`,
   );
+  return rate;
+}
+
+/** Once replicas caught up: rows under FINAL, rows without an event_date, rows on a shard the key does not name. */
+async function check(clients: ClickHouseClient[]): Promise<string> {
+  // A read through the Distributed table may reach either replica: wait until each has fetched every part.
+  await Promise.all(clients.map((c) => c.command({ query: `SYSTEM SYNC REPLICA ${DATABASE}.events_local` })));
+  const one = async (node: number, query: string) =>
+    Number((await (await clients[node]!.query({ query, format: "JSONEachRow" })).json<{ n: string }>())[0]!.n);
+  const rows = await one(0, `SELECT count() AS n FROM ${DATABASE}.events FINAL`);
+  const undated = await one(0, `SELECT count() AS n FROM ${DATABASE}.events WHERE event_date = toDate(0)`);
+  const misplaced = await Promise.all(
+    [0, 2].map((node) => one(node, `SELECT count() AS n FROM ${DATABASE}.events_local WHERE halfMD5(message_id) % 2 != ${node / 2}`)),
+  );
+  return `rows under FINAL ${rows}, without an event_date ${undated}, on a shard the key does not name ${misplaced[0]! + misplaced[1]!}`;
 }
 
 async function main(): Promise<void> {
   const settings = clusterSettings(CLUSTER);
   const clients: ClickHouseClient[] = NODES.map((url) => createClient({ url, clickhouse_settings: settings }));
+  const setup = clientSql(createClient({ url: NODES[0]!, clickhouse_settings: settings, request_timeout: 300_000 }));
   const config = { url: NODES[0]!, username: "default", password: "", database: DATABASE, table: "events", cluster: CLUSTER };
-  await clients[0]!.command({ query: `DROP DATABASE IF EXISTS ${quoteIdent(DATABASE)} ON CLUSTER ${CLUSTER}` });
-  await migrate(clientSql(createClient({ url: NODES[0]!, clickhouse_settings: settings })), config);
-  console.log(`cluster-insert: ${ROWS} rows per path, batches of ${BATCH}, 2 shards x 2 replicas (ClickHouse 18.16)`);
-  const distributed = clickhouseInsertLines(clients[0]!, `${DATABASE}.events`, EVENT_ROW_COLUMNS);
-  const sharded = shardedInsertLines(
+  const drop = () => setup.command(`DROP DATABASE IF EXISTS ${quoteIdent(DATABASE)} ON CLUSTER ${CLUSTER}`);
+  const paths: [string, InsertRows<Buffer>][] = [
+    ["distributed", clickhouseInsertLines(clients[0]!, `${DATABASE}.events`, EVENT_ROW_COLUMNS)],
     [
-      [clients[0]!, clients[1]!],
-      [clients[2]!, clients[3]!],
+      "shards",
+      shardedInsertLines(
+        [
+          [clients[0]!, clients[1]!],
+          [clients[2]!, clients[3]!],
+        ],
+        `${DATABASE}.events_local`,
+      ),
     ],
-    `${DATABASE}.events_local`,
-  );
-  for (const round of [1, 2]) {
-    await measure(`distributed`, distributed, rowLines(ROWS, `d${round}`));
-    await measure(`shards`, sharded, rowLines(ROWS, `s${round}`));
+  ];
+  console.log(`cluster-insert: ${ROWS} rows per run, batches of ${BATCH}, 2 shards x 2 replicas (ClickHouse 18.16), empty tables each run`);
+  const rates = new Map<string, number[]>();
+  for (const round of [1, 2, 3]) {
+    for (const [name, insert] of paths) {
+      await drop();
+      await migrate(setup, config);
+      rates.set(name, [...(rates.get(name) ?? []), await measure(name, insert, rowLines(ROWS, `${name}${round}`))]);
+      console.log(`             ${await check(clients)}`);
+    }
   }
-  const misplaced = await Promise.all(
-    [0, 2].map(async (node) => {
-      const shard = node / 2;
-      const result = await clients[node]!.query({
-        query: `SELECT count() AS n FROM ${DATABASE}.events_local WHERE halfMD5(message_id) % 2 != ${shard}`,
-        format: "JSONEachRow",
-      });
-      return Number((await result.json<{ n: string }>())[0]!.n);
-    }),
-  );
-  const total = await clients[0]!.query({
-    query: `SELECT count() AS n, countIf(event_date = toDate(0)) AS undated FROM ${DATABASE}.events FINAL`,
-    format: "JSONEachRow",
-  });
-  const [figures] = await total.json<{ n: string; undated: string }>();
-  console.log(
-    `rows under FINAL: ${figures!.n} (expected ${ROWS * 4}), without an event_date: ${figures!.undated}; ` +
-      `rows on a shard the key does not name: ${misplaced.join(" + ")}`,
-  );
-  await clients[0]!.command({ query: `DROP DATABASE IF EXISTS ${quoteIdent(DATABASE)} ON CLUSTER ${CLUSTER}` });
+  for (const [name, list] of rates) console.log(`${name}: median ${[...list].sort((a, b) => a - b)[1]} rows/s of ${list.join(", ")}`);
+  await drop();
   await Promise.all(clients.map((c) => c.close()));
 }
 
