@@ -6,8 +6,11 @@
  *   retention                drop the events partitions past RETENTION_DAYS, then exit (the sink also runs it hourly)
  *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
+ *   users delete|suppress|unsuppress <workspaceId> <userId> [--suppress] [--by <who>]
+ *                            delete a user's data, suppress their later events, or lift that (sink/privacy.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
+import { userInfo } from "node:os";
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
@@ -16,6 +19,8 @@ import { createKey, readKeys, revokeKeys } from "../ingest/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
 import { clientSql, dropExpiredPartitions } from "../sink/migrate";
+import { runPrivacyRequest } from "../sink/privacy";
+import { clusterSettings } from "../schemas/clickhouse";
 import { replayDeadLetters } from "../sink/replay";
 import { runSetup } from "../sink/setup";
 
@@ -30,7 +35,12 @@ const USAGE = `usage: cli <command>
   keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
   keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
   keys revoke <workspaceId>      remove every key of a workspace
-  keys revoke --key <writeKey>   remove one key`;
+  keys revoke --key <writeKey>   remove one key
+  users delete <workspaceId> <userId> [--suppress] [--by <who>]
+                                 remove the user's rows (and of their linked anonymousIds) everywhere;
+                                 --suppress also drops their later events (answered 2xx, not stored)
+  users suppress <workspaceId> <userId> [--by <who>]     drop later events of the user, keep stored ones
+  users unsuppress <workspaceId> <userId> [--by <who>]   store the user's events again`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -52,6 +62,8 @@ export async function cli(args: string[]): Promise<number> {
       return keys(args.slice(1));
     case "retention":
       return retention();
+    case "users":
+      return users(args.slice(1));
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
@@ -115,4 +127,38 @@ if (require.main === module) {
       process.exit(1);
     },
   );
+}
+
+/** `users delete|suppress|unsuppress`: prints the rows removed per table; 2 on a usage error. */
+async function users(args: string[]): Promise<number> {
+  const [action, workspaceId, userId, ...rest] = args;
+  const flags = new Set(rest.filter((a) => a === "--suppress"));
+  const by = rest.indexOf("--by");
+  const requestedBy = by >= 0 ? rest[by + 1] : (process.env.USER ?? userInfo().username);
+  const known = rest.every((a, i) => a === "--suppress" || a === "--by" || (i === by + 1 && by >= 0));
+  if ((action !== "delete" && action !== "suppress" && action !== "unsuppress") || !workspaceId || !userId || !requestedBy || !known) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const config = setupConfig(process.env);
+  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-cli`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
+  const ch = config.clickhouse;
+  const client = createClient({
+    url: ch.url,
+    username: ch.username,
+    password: ch.password,
+    clickhouse_settings: clusterSettings(ch.cluster),
+  });
+  try {
+    const request = { action, workspaceId, userId, suppress: flags.has("--suppress"), requestedBy } as const;
+    // PRIVACY_SINK_WAIT_MS: how long to wait for the sink to pass the request's offsets (a stopped
+    // sink drops the user's records when it reads them; docs/OPERATIONS.md).
+    const sinkWaitMs = Number(process.env.PRIVACY_SINK_WAIT_MS ?? 60_000);
+    const report = await runPrivacyRequest(clientSql(client), kafka, config, request, log, { sinkWaitMs, mutationWaitMs: 600_000 });
+    for (const { table, rows } of report.removed) process.stdout.write(`${table}\t${rows}\n`);
+    log.info({ ...report, action, workspaceId, userId }, `users ${action} done`);
+    return 0;
+  } finally {
+    await client.close();
+  }
 }

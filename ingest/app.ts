@@ -10,6 +10,7 @@ import Koa from "koa";
 import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
+import type { PrivacyList } from "../schemas/privacy";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 import type { AuthHeaders, WriteKeys } from "./auth";
 import { bytesToReserve, InflightBudget } from "./budget";
@@ -68,6 +69,8 @@ export interface AppDeps {
   /** The OpenAPI document served at /openapi.json. */
   openapi: object;
   metrics: IngestMetrics;
+  /** Users deleted or suppressed (schemas/suppressions.ts follows the topic); absent: none. */
+  privacy?: PrivacyList;
   /** Each request logs through a child with its request id; never a writeKey or a body at info. */
   log: Logger;
 }
@@ -168,7 +171,8 @@ export function createApp(deps: AppDeps): Koa {
       const sorted = route.sort(body);
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
-      const { records, refusals } = toRecords(sorted.value, receipt, limits);
+      const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
+      const { records, refusals } = toRecords(kept, receipt, limits);
       // Refused items are stored too, so they count against the workspace's rate like messages.
       if (records.length + refusals.length > 0) {
         const allowed = deps.rateLimit.take(auth.workspaceId, records.length + refusals.length, performance.now());
@@ -177,7 +181,8 @@ export function createApp(deps: AppDeps): Koa {
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
       deps.metrics.messagesRejected.inc(refusals.length);
-      if (records.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
+      // 400 only when no item was valid: a suppressed user's valid messages are accepted (and not stored).
+      if (sorted.value.messages.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = "";
@@ -242,6 +247,26 @@ async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Lim
   if (jsonDepthOver(rawBody, limits.maxJsonDepth)) throw tooDeep(limits);
   const body = ctx.request.body as Record<string, unknown> | undefined;
   return mayHoldLoneSurrogate(rawBody) ? wellFormed(body) : body;
+}
+
+/**
+ * The messages and refused items of suppressed users taken out: the request is still answered
+ * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy.ts).
+ */
+function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
+  if (list.size === 0) return sorted;
+  const now = Date.now();
+  const idsOf = (item: unknown): (string | undefined)[] => {
+    const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
+    const text = (v: unknown) => (typeof v === "string" ? v : undefined);
+    return [text(fields.userId), text(fields.anonymousId)];
+  };
+  const messages = sorted.messages.filter((m) => !list.drops(workspaceId, idsOf(m), now));
+  const rejected = sorted.rejected.filter((r) => !list.drops(workspaceId, idsOf(r.item), now));
+  const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;
+  if (dropped === 0) return sorted;
+  metrics.messagesSuppressed.inc(dropped);
+  return { ...sorted, messages, rejected };
 }
 
 /** The records of the accepted messages and of the refused items; 413 for a message over the limit. */

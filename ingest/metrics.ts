@@ -22,6 +22,8 @@ export interface IngestMetrics {
   requestsRefused: Counter<"reason">;
   /** Batch items (or single messages) refused and kept in `rejected_messages`. */
   messagesRejected: Counter;
+  /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy.ts). */
+  messagesSuppressed: Counter;
 }
 
 /** Creates the metrics on a fresh registry, with Node's process metrics prefixed `ingest_`. */
@@ -66,6 +68,11 @@ export function ingestMetrics(): IngestMetrics {
     messagesRejected: new Counter({
       name: "ingest_messages_rejected_total",
       help: "Messages refused and kept in rejected_messages",
+      registers: [registry],
+    }),
+    messagesSuppressed: new Counter({
+      name: "ingest_messages_suppressed_total",
+      help: "Messages and refused items of suppressed users, accepted and not stored",
       registers: [registry],
     }),
   };

@@ -18,6 +18,8 @@ import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { PRODUCER_RETRY } from "../schemas/kafka-send";
+import { PrivacyList } from "../schemas/privacy";
+import { followSuppressions } from "../schemas/suppressions";
 import { TokenBuckets } from "./ratelimit";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
@@ -84,8 +86,13 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   if (writeKeys.size === 0) log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE): every request will get 401");
   const unwatchKeys = config.writeKeysFile ? watchKeysFile(config.writeKeysFile, () => writeKeys.replace(keysOf()), log) : () => {};
 
+  // Users deleted or suppressed: read whole before the port opens, then followed.
+  const privacy = new PrivacyList();
+  const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, config.kafka.clientId, privacy, log);
+
   const app = createApp({
     writeKeys,
+    privacy,
     produce: (records) => accumulator.produce(records),
     isReady: () => accepting && kafkaAnswers,
     limits: {
@@ -134,7 +141,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     unwatchKeys();
     await accumulator.drain();
     await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
-    await Promise.all([producer.disconnect(), admin.disconnect()]);
+    await Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]);
     log.info("ingest stopped");
   };
   return { address, stop };

@@ -412,17 +412,57 @@ ORDER BY (workspace_id, rejection_id)`;
   return cluster === undefined ? [storage] : [storage, distributedDdl(database, REJECTED_TABLE, cluster, SHARDING_KEYS.rejected)];
 }
 
+/** The audit table of `users delete` / `suppress` / `unsuppress` (sink/privacy.ts). */
+export const PRIVACY_TABLE = "privacy_requests";
+
+/**
+ * `CREATE TABLE IF NOT EXISTS` for `privacy_requests`: one row per request, who ran it (as given
+ * on the command line), when it started and finished, the action, the ids it covered (the least
+ * that proves it was done: no event data) and the rows removed per table (`tables[i]`,
+ * `rows_removed[i]`). On a cluster, `_local` replicated and a Distributed table over it.
+ */
+export function privacyTableDdl(database: string, cluster?: string): string[] {
+  const local = storageName(PRIVACY_TABLE, cluster);
+  const storage = `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
+  request_id String,
+  workspace_id String,
+  user_id String,
+  action String,
+  requested_by String,
+  requested_at DateTime,
+  finished_at DateTime,
+  ids Array(String),
+  tables Array(String),
+  rows_removed Array(UInt64)
+)
+ENGINE = ${engine("MergeTree", "", database, local, cluster)}
+ORDER BY (workspace_id, requested_at, request_id)`;
+  return cluster === undefined
+    ? [storage]
+    : [storage, distributedDdl(database, PRIVACY_TABLE, cluster, "cityHash64(workspace_id, user_id)")];
+}
+
 /** Tables that, on a cluster, are Distributed over a `_local` Replicated table. */
-export const DISTRIBUTED_TABLES = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE] as const;
+export const DISTRIBUTED_TABLES = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE] as const;
 
 /**
  * Names migrate creates beside the events table: views, users, identities, their feeds,
- * rejected_messages, schema_migrations; on a cluster also the `_local` tables under users,
- * identities and rejected_messages.
+ * rejected_messages, schema_migrations, privacy_requests; on a cluster also the `_local` tables
+ * under users, identities, rejected_messages and privacy_requests.
  */
 export function reservedTableNames(cluster?: string): string[] {
   const locals = cluster === undefined ? [] : DISTRIBUTED_TABLES.map((name) => storageName(name, cluster));
-  return [...viewNames(), USERS_TABLE, IDENTITIES_TABLE, USERS_MV, IDENTITIES_MV, REJECTED_TABLE, MIGRATIONS_TABLE, ...locals];
+  return [
+    ...viewNames(),
+    USERS_TABLE,
+    IDENTITIES_TABLE,
+    USERS_MV,
+    IDENTITIES_MV,
+    REJECTED_TABLE,
+    MIGRATIONS_TABLE,
+    PRIVACY_TABLE,
+    ...locals,
+  ];
 }
 
 /** A DateTime of the epoch in the dialect's time type: the "never" of argMax below. */

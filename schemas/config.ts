@@ -22,6 +22,11 @@ export interface KafkaConfig {
   /** Topic of batch items the ingest refused, kept for `rejected_messages` (env KAFKA_REJECTED_TOPIC). */
   rejectedTopic: Name;
   /**
+   * Compacted topic of users deleted or suppressed (env KAFKA_SUPPRESSIONS_TOPIC), one record
+   * per user (schemas/privacy.ts); every ingest and sink reads it whole and follows it.
+   */
+  suppressionsTopic: Name;
+  /**
    * Most bytes in one produce of one process (env KAFKA_MAX_MESSAGE_BYTES; Kafka's default
    * message.max.bytes is 1,048,588). Each process also reads its topic's max.message.bytes at
    * start and keeps the smaller.
@@ -208,6 +213,7 @@ export function kafkaConfig(env: Env): KafkaConfig {
     topic: env.KAFKA_TOPIC ?? "events",
     dlqTopic: env.KAFKA_DLQ_TOPIC ?? "events-dlq",
     rejectedTopic: env.KAFKA_REJECTED_TOPIC ?? "events-rejected",
+    suppressionsTopic: env.KAFKA_SUPPRESSIONS_TOPIC ?? "events-suppressions",
     maxMessageBytes: int(env.KAFKA_MAX_MESSAGE_BYTES, 1_000_000),
     clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
   };

@@ -13,6 +13,7 @@
  * | users_mv, ..._mv    | MaterializedView     | `TO <database>.<its table>`, reads `<table>`      |
  * | rejected_messages   | ReplacingMergeTree   | sorting key `workspace_id, rejection_id`          |
  * | schema_migrations   | MergeTree            | sorting key `step`                                |
+ * | privacy_requests    | MergeTree            | sorting key `workspace_id, requested_at, request_id` |
  * A view is recognised by what it reads, not by its full text, so views of an older release are
  * still ours and get replaced by the current definition.
  */
@@ -20,6 +21,7 @@ import {
   IDENTITIES_MV,
   IDENTITIES_TABLE,
   MIGRATIONS_TABLE,
+  PRIVACY_TABLE,
   REJECTED_TABLE,
   USERS_MV,
   USERS_TABLE,
@@ -69,7 +71,7 @@ export function clusterObjectNames(table: string, cluster: string): string[] {
 export function classifyExisting(rows: readonly TableRow[], database: string, table: string, cluster?: string): Ownership {
   const views = new Set(viewNames());
   const reserved = new Set(cluster === undefined ? reservedTableNames() : clusterObjectNames(table, cluster));
-  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, table];
+  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, table];
   const local = (name: string) => storageName(name, cluster);
   const ours = new Set<string>();
   const conflicts: string[] = [];
@@ -103,6 +105,7 @@ export function classifyExisting(rows: readonly TableRow[], database: string, ta
       mine = engine === "MaterializedView" && feedsFrom(row.create_table_query, database, local(table), local(target));
     } else if (name === REJECTED_TABLE) mine = engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
     else if (name === table) mine = engine === "ReplacingMergeTree" && key === EVENTS_SORTING_KEY;
+    else if (name === PRIVACY_TABLE) mine = engine === "MergeTree" && key === "workspace_id,requested_at,request_id";
     else mine = name === MIGRATIONS_TABLE && engine === "MergeTree" && key === "step";
     if (mine) ours.add(row.name);
     else conflicts.push(`${database}.${row.name} (${row.engine})`);

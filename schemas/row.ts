@@ -105,6 +105,39 @@ export function isRowValue(value: Buffer): boolean {
   return value.length > ROW_VALUE_PREFIX.length && ROW_VALUE_PREFIX.compare(value, 0, ROW_VALUE_PREFIX.length) === 0;
 }
 
+const FIELD_KEYS = new Map<string, Buffer>();
+
+/**
+ * A string field of an events row line (JSONEachRow as messageRow writes it: `workspace_id`
+ * first), found by its key without parsing the row: a key cannot occur inside a string value,
+ * where every quote is escaped. Undefined when the field is absent or not a string.
+ */
+export function rowStringField(line: Buffer, name: string): string | undefined {
+  let key = FIELD_KEYS.get(name);
+  if (key === undefined) {
+    key = Buffer.from(`${name === "workspace_id" ? "{" : ","}${JSON.stringify(name)}:"`);
+    FIELD_KEYS.set(name, key);
+  }
+  const at = line.indexOf(key);
+  if (at < 0 || (name === "workspace_id" && at !== 0)) return undefined;
+  const start = at + key.length;
+  let escaped = false;
+  let end = start;
+  for (; end < line.length; end++) {
+    if (line[end] === 0x5c) {
+      escaped = true;
+      end++; // the escaped character, which may be a quote
+    } else if (line[end] === 0x22) break;
+  }
+  if (end >= line.length) return undefined;
+  if (!escaped) return line.toString("utf8", start, end);
+  try {
+    return JSON.parse(line.toString("utf8", start - 1, end + 1)) as string;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What the ingest adds to a message: who sent it, when, and its corrected time and context. */
 export interface RowStamp {
   workspaceId: string;

@@ -69,6 +69,12 @@ export class PartitionBatches<Row = Buffer> {
     return this.count(letter.value);
   }
 
+  /** Adds a record that is neither stored nor dead-lettered (a suppressed user's); it still counts toward the commit. */
+  addSkipped(partition: number, offset: string, now: number): boolean {
+    this.batchOf(partition, offset, now);
+    return this.count(null);
+  }
+
   /** Whether the oldest record held has waited `maxWaitMs` or more. */
   due(now: number): boolean {
     for (const batch of this.open.values()) if (now - batch.openedAt >= this.limits.maxWaitMs) return true;

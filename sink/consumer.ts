@@ -20,6 +20,11 @@ export interface LoopDeps<Row> {
   topic: string;
   /** Record value -> row or DLQ reason (sink/decode.ts). */
   decode: (value: Buffer | null) => DecodeResult<Row>;
+  /**
+   * Whether a decoded row belongs to a deleted or suppressed user (schemas/privacy.ts): it is
+   * then not stored, and its offset is committed.
+   */
+  drops?: (row: Row) => boolean;
   insert: InsertRows<Row>;
   probe: ProbeInsert;
   sendDeadLetters: (letters: DeadLetter[]) => Promise<void>;
@@ -123,9 +128,13 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
       if (stopping || !isRunning() || isStale() || flusher.isAbandoned) break;
       const decoded = deps.decode(message.value);
       const { offset, key, value } = message;
-      const full = decoded.ok
-        ? batches.addRow({ row: decoded.row, partition, offset, key, value, timestamp: Number(message.timestamp) }, now)
-        : batches.addDeadLetter({ partition, offset, key, value, reason: decoded.reason, step: "decode" }, now);
+      const timestamp = Number(message.timestamp);
+      let full: boolean;
+      if (!decoded.ok) full = batches.addDeadLetter({ partition, offset, key, value, reason: decoded.reason, step: "decode" }, now);
+      else if (deps.drops?.(decoded.row)) {
+        metrics.rowsSuppressed.inc({ topic });
+        full = batches.addSkipped(partition, offset, now);
+      } else full = batches.addRow({ row: decoded.row, partition, offset, key, value, timestamp }, now);
       unresolved = offset;
       if (full) {
         // Resolving lets the fetch move on (once per step: kafkajs parses each offset it is given);

@@ -13,6 +13,8 @@ export interface SinkMetrics {
   batchWriteSeconds: Histogram<"topic">;
   /** Rows ClickHouse acknowledged. */
   rowsInserted: Counter<"topic">;
+  /** Records of deleted or suppressed users, not stored (schemas/privacy.ts). */
+  rowsSuppressed: Counter<"topic">;
   /** Records sent to the DLQ, by the step that refused them. */
   dlqRecords: Counter<"step">;
   /**
@@ -67,6 +69,12 @@ export function sinkMetrics(topics: string[], startedAt = Date.now()): SinkMetri
     rowsInserted: new Counter({
       name: "sink_rows_inserted_total",
       help: "Rows acknowledged by ClickHouse",
+      labelNames: ["topic"],
+      registers: [registry],
+    }),
+    rowsSuppressed: new Counter({
+      name: "sink_rows_suppressed_total",
+      help: "Records of deleted or suppressed users, committed and not stored",
       labelNames: ["topic"],
       registers: [registry],
     }),

@@ -26,6 +26,7 @@ import {
   migrationsTableDdl,
   partitionsQuery,
   partitionsToDrop,
+  privacyTableDdl,
   quoteIdent,
   quoteString,
   rejectedTableDdl,
@@ -92,6 +93,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays, cluster))
     await sql.command(query);
   for (const query of rejectedTableDdl(dialect, database, cluster)) await sql.command(query);
+  for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
   for (const feed of feeds(dialect, database, table, cluster)) {

@@ -17,6 +17,8 @@ import { clusterSettings, quoteIdent, REJECTED_TABLE } from "../schemas/clickhou
 import type { SinkConfig } from "../schemas/config";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { PRODUCER_RETRY } from "../schemas/kafka-send";
+import { PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy";
+import { followSuppressions } from "../schemas/suppressions";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
@@ -82,6 +84,9 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       throw new Error(`${ch.database}.${table} lacks column(s) ${missing.join(", ")}: run npm run setup (the migration) first`);
   }
   await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
+  // Users deleted or suppressed: read whole before the first fetch, then followed.
+  const privacy = new PrivacyList();
+  const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, `${config.kafka.clientId}-sink`, privacy, log);
   const dlq = {
     topic: config.kafka.dlqTopic,
     maxMessageBytes: await topicMaxMessageBytes(kafka, config.kafka.dlqTopic, config.kafka.maxMessageBytes),
@@ -105,6 +110,11 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       consumer: eventsConsumer,
       topic: config.kafka.topic,
       decode,
+      drops: (line) => {
+        if (privacy.size === 0) return false;
+        const ids = rowIds(line);
+        return ids !== undefined && privacy.drops(ids.workspaceId, [ids.userId, ids.anonymousId], () => rowReceivedAt(line));
+      },
       insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS), config.crashAt),
       probe: clickhouseProbe(client, eventsTable),
       sendDeadLetters: deadLettersOf(config.kafka.topic),
@@ -114,6 +124,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       consumer: rejectedConsumer,
       topic: config.kafka.rejectedTopic,
       decode: decodeRejected,
+      drops: (row) => privacy.size > 0 && privacy.drops(row.workspace_id, rawIds(row.raw), () => Date.parse(row.received_at)),
       insert: clickhouseInsert<RejectedRow>(client, rejectedTable),
       probe: clickhouseProbe(client, rejectedTable),
       sendDeadLetters: deadLettersOf(config.kafka.rejectedTopic),
@@ -159,7 +170,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       clearInterval(probe);
       clearInterval(retention);
       await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
-      await Promise.all([dlqProducer.disconnect(), admin.disconnect()]);
+      await Promise.all([dlqProducer.disconnect(), admin.disconnect(), suppressions.stop()]);
       await client.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       log.info("sink stopped");
@@ -206,4 +217,15 @@ function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean, metrics
   });
   app.use(router.routes());
   return app;
+}
+
+/** The userId and anonymousId of a refused item's raw JSON, where they are strings. */
+function rawIds(raw: string): (string | undefined)[] {
+  try {
+    const item = JSON.parse(raw) as Record<string, unknown> | null;
+    const text = (v: unknown) => (typeof v === "string" ? v : undefined);
+    return item !== null && typeof item === "object" ? [text(item.userId), text(item.anonymousId)] : [];
+  } catch {
+    return []; // a cut raw (over the size limit) is not JSON: kept, and covered by users delete
+  }
 }

@@ -1,5 +1,5 @@
 /**
- * Creates the events topic, the rejected topic and the DLQ if missing, and waits for the sink group's coordinator.
+ * Creates the events topic, the rejected topic, the DLQ and the (compacted) suppressions topic if missing, and waits for the sink group's coordinator.
  * Partition count and replication only apply on creation; an existing topic is left as it is.
  * Throws if Kafka is unreachable or the replication asked for cannot be had.
  */
@@ -58,6 +58,13 @@ export async function ensureTopics(
       { topic: config.topic, numPartitions: setup.partitions, replicationFactor, configEntries },
       { topic: config.rejectedTopic, numPartitions: setup.partitions, replicationFactor, configEntries },
       { topic: config.dlqTopic, numPartitions: 1, replicationFactor, configEntries },
+      // one record per user, the latest kept for ever: every process reads it whole at start
+      {
+        topic: config.suppressionsTopic,
+        numPartitions: 1,
+        replicationFactor,
+        configEntries: [...configEntries, { name: "cleanup.policy", value: "compact" }],
+      },
     ].filter((t) => !existing.has(t.topic));
     if (wanted.length > 0) {
       await admin.createTopics({ topics: wanted, waitForLeaders: false });

@@ -50,6 +50,7 @@ export class LiveStack {
       ...(process.env as Record<string, string>),
       KAFKA_TOPIC: `test-events-${this.id}`,
       KAFKA_DLQ_TOPIC: `test-events-dlq-${this.id}`,
+      KAFKA_SUPPRESSIONS_TOPIC: `test-suppressions-${this.id}`,
       CLICKHOUSE_DATABASE: this.database,
       SINK_GROUP_ID: `test-sink-${this.id}`,
       SINK_BATCH_WAIT_MS: "200",
@@ -99,7 +100,7 @@ export class LiveStack {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      await admin.deleteTopics({ topics: [this.env.KAFKA_TOPIC!, this.env.KAFKA_DLQ_TOPIC!] });
+      await admin.deleteTopics({ topics: [this.env.KAFKA_TOPIC!, this.env.KAFKA_DLQ_TOPIC!, this.env.KAFKA_SUPPRESSIONS_TOPIC!] });
     } catch {
       // housekeeping only: a failure leaves a stray test topic, not a wrong result
     } finally {

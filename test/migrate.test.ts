@@ -140,6 +140,7 @@ pure("reservedTableNames and tableNameConflict", () => {
     "identities",
     "identities_mv",
     "pages",
+    "privacy_requests",
     REJECTED_TABLE,
     "schema_migrations",
     "screens",

@@ -44,13 +44,19 @@ const live = suite("topic replication (live broker)");
 const kafka = new Kafka({ clientId: "test-topics", brokers: kafkaConfig(process.env).brokers, logLevel: logLevel.NOTHING });
 const names = () => {
   const id = randomUUID().slice(0, 8);
-  return { ...kafkaConfig(process.env), topic: `t-${id}`, rejectedTopic: `t-${id}-rejected`, dlqTopic: `t-${id}-dlq` };
+  return {
+    ...kafkaConfig(process.env),
+    topic: `t-${id}`,
+    rejectedTopic: `t-${id}-rejected`,
+    dlqTopic: `t-${id}-dlq`,
+    suppressionsTopic: `t-${id}-suppressions`,
+  };
 };
 
-live("on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1", async () => {
+live("on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1; suppressions compacted", async () => {
   const config = names();
   const { created, replication } = await ensureTopics(kafka, config, { partitions: 2 });
-  assert.equal(created, [config.topic, config.rejectedTopic, config.dlqTopic]);
+  assert.equal(created, [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic]);
   assert.equal(replication, { replicationFactor: 1, minInsyncReplicas: 1 });
   const admin = kafka.admin();
   await admin.connect();
@@ -61,13 +67,18 @@ live("on the one local broker setup creates every topic with 1 replica and min.i
     });
     assert.equal(
       described.resources.map((r) => r.configEntries[0]?.configValue),
-      ["1", "1", "1"],
+      ["1", "1", "1", "1"],
     );
     // Set on the topic by setup (source TOPIC_CONFIG), not the broker's value that happens to match.
     assert.equal(
       described.resources.map((r) => r.configEntries[0]?.configSource),
-      [ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG],
+      [ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG],
     );
+    const cleanup = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: config.suppressionsTopic, configNames: ["cleanup.policy"] }],
+    });
+    assert.is(cleanup.resources[0]!.configEntries[0]!.configValue, "compact", "one record per user kept for ever");
     const metadata = await admin.fetchTopicMetadata({ topics: [config.topic] });
     assert.equal(
       metadata.topics[0]!.partitions.map((p) => p.replicas.length),

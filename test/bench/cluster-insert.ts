@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { clusterSettings, quoteIdent } from "../../schemas/clickhouse";
-import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
+import { EVENT_ROW_COLUMNS, messageRow, rowStringField } from "../../schemas/row";
 import type { Message } from "../../schemas/messages";
 import { clientSql, migrate } from "../../sink/migrate";
 import { classifyInsertError, clickhouseInsertLines, type InsertRows } from "../../sink/writer";
@@ -130,35 +130,6 @@ function shardOf(messageId: string, shards: number): number {
   return Number(key % BigInt(shards));
 }
 
-const MESSAGE_ID_KEY = Buffer.from(',"message_id":"');
-
-/**
- * The message_id of an events row line (JSONEachRow, `workspace_id` first and `message_id` next,
- * as schemas/row.ts writes it), read without parsing the rest of the row; undefined when the
- * line does not have that shape. The key cannot occur inside the workspace_id string, where
- * every quote is escaped.
- */
-function messageIdOfRow(line: Buffer): string | undefined {
-  const at = line.indexOf(MESSAGE_ID_KEY);
-  if (at < 0) return undefined;
-  const start = at + MESSAGE_ID_KEY.length;
-  let escaped = false;
-  let end = start;
-  for (; end < line.length; end++) {
-    if (line[end] === 0x5c) {
-      escaped = true;
-      end++; // the escaped character, which may be a quote
-    } else if (line[end] === 0x22) break;
-  }
-  if (end >= line.length) return undefined;
-  if (!escaped) return line.toString("utf8", start, end);
-  try {
-    return JSON.parse(line.toString("utf8", start - 1, end + 1)) as string;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * An InsertRows over `shards` (for each shard in shard_num order, a client per replica) into
  * `table` (quoted, the `_local` table). A replica that fails for an infrastructure reason
@@ -182,7 +153,7 @@ function shardedInsertLines(shards: readonly (readonly ClickHouseClient[])[], ta
 function splitByShard(lines: readonly Buffer[], shards: number): Buffer[][] {
   const parts: Buffer[][] = Array.from({ length: shards }, () => []);
   for (const line of lines) {
-    const messageId = messageIdOfRow(line);
+    const messageId = rowStringField(line, "message_id");
     parts[messageId === undefined ? 0 : shardOf(messageId, shards)]!.push(line);
   }
   return parts;

@@ -1,0 +1,177 @@
+/**
+ * Deleting and suppressing a user (GDPR art. 17, CCPA; Segment's SUPPRESS_WITH_DELETE), pure:
+ * the entries of the suppressions topic and the list every ingest and sink keeps of them, the ids
+ * of an events row read without parsing it, and the SQL of a deletion. The I/O is in
+ * sink/privacy.ts (the CLI's requests) and schemas/suppressions.ts (following the topic).
+ *
+ * An entry names a user of a workspace and every id linked to them when the request ran (the
+ * userId, the anonymousIds of their identify messages and identities rows, the previousIds of
+ * their aliases). `deletedBefore` drops what was received up to the request, acknowledged but
+ * still in Kafka, when the sink reaches it; `suppressed` drops every later message of those ids:
+ * the ingest answers 2xx (an SDK would otherwise retry it for ever) and produces nothing.
+ */
+import { IDENTITIES_TABLE, REJECTED_TABLE, USERS_TABLE, quoteIdent, quoteString } from "./clickhouse";
+import { rowStringField } from "./row";
+
+/** One value of the suppressions topic (compacted; key = entryKey). */
+export interface PrivacyEntry {
+  workspaceId: string;
+  userId: string;
+  /** The userId and the ids linked to it when the request ran. */
+  ids: string[];
+  /** Later messages of these ids are accepted and not stored. */
+  suppressed: boolean;
+  /** ms since the epoch: messages of these ids received up to then are dropped by the sink (still in Kafka, or replayed from the DLQ). */
+  deletedBefore?: number;
+}
+
+/** The topic key of a user's entry: a later request for the same user replaces the earlier one. */
+export function entryKey(workspaceId: string, userId: string): string {
+  return JSON.stringify([workspaceId, userId]);
+}
+
+/** A topic value -> entry; undefined for a value that is not one (a tombstone, another shape). */
+export function parseEntry(value: Buffer | string | null): PrivacyEntry | undefined {
+  if (value === null || value.length === 0) return undefined;
+  try {
+    const e = JSON.parse(value.toString()) as Partial<PrivacyEntry>;
+    const text = (v: unknown): v is string => typeof v === "string";
+    if (!text(e.workspaceId) || !text(e.userId) || !Array.isArray(e.ids) || !e.ids.every(text) || typeof e.suppressed !== "boolean")
+      return undefined;
+    if (e.deletedBefore !== undefined && typeof e.deletedBefore !== "number") return undefined;
+    return e as PrivacyEntry;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The entries read so far, by user and by id. `drops` is the one question the ingest and the
+ * sink ask per message; it costs a map lookup per id while the list is empty for the workspace.
+ */
+export class PrivacyList {
+  private readonly byKey = new Map<string, PrivacyEntry>();
+  private readonly byId = new Map<string, PrivacyEntry>();
+
+  /** Applies one topic record (`entry` undefined: the user's entry is removed). */
+  apply(key: string, entry: PrivacyEntry | undefined): void {
+    const old = this.byKey.get(key);
+    if (old) for (const id of old.ids) if (this.byId.get(idKey(old.workspaceId, id)) === old) this.byId.delete(idKey(old.workspaceId, id));
+    if (entry === undefined) {
+      this.byKey.delete(key);
+      return;
+    }
+    this.byKey.set(key, entry);
+    for (const id of entry.ids) this.byId.set(idKey(entry.workspaceId, id), entry);
+  }
+
+  /** The user's entry, if any. */
+  get(workspaceId: string, userId: string): PrivacyEntry | undefined {
+    return this.byKey.get(entryKey(workspaceId, userId));
+  }
+
+  /** Users with an entry. */
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /**
+   * Whether a message of these ids (userId, anonymousId; '' and undefined are no id) received at
+   * `receivedAt` (ms since the epoch, or a function reading it, called only for a deleted id)
+   * must not be stored: one of them is suppressed, or was deleted at or after it was received.
+   */
+  drops(workspaceId: string, ids: readonly (string | undefined)[], receivedAt: number | (() => number)): boolean {
+    if (this.byId.size === 0) return false;
+    for (const id of ids) {
+      if (id === undefined || id === "") continue;
+      const entry = this.byId.get(idKey(workspaceId, id));
+      if (entry === undefined) continue;
+      if (entry.suppressed) return true;
+      if (entry.deletedBefore !== undefined && (typeof receivedAt === "number" ? receivedAt : receivedAt()) <= entry.deletedBefore)
+        return true;
+    }
+    return false;
+  }
+}
+
+function idKey(workspaceId: string, id: string): string {
+  return `${workspaceId}\u0000${id}`;
+}
+
+/**
+ * The workspace_id, user_id and anonymous_id of an events row line, read by key without parsing
+ * the row (rowStringField). Undefined when the line does not have that shape.
+ */
+export function rowIds(line: Buffer): { workspaceId: string; userId: string; anonymousId: string } | undefined {
+  const workspaceId = rowStringField(line, "workspace_id");
+  const userId = rowStringField(line, "user_id");
+  const anonymousId = rowStringField(line, "anonymous_id");
+  if (workspaceId === undefined || userId === undefined || anonymousId === undefined) return undefined;
+  return { workspaceId, userId, anonymousId };
+}
+
+/** The received_at of an events row line, ms since the epoch (NaN when absent or not a time). */
+export function rowReceivedAt(line: Buffer): number {
+  const text = rowStringField(line, "received_at");
+  return text === undefined ? Number.NaN : Date.parse(text);
+}
+
+/**
+ * The ids linked to a user in a workspace: anonymousIds of their identities rows and of their
+ * identify messages, previousIds of their aliases (one column `id`, the userId not included).
+ */
+export function linkedIdsQuery(database: string, table: string, workspaceId: string, userId: string): string {
+  const w = quoteString(workspaceId);
+  const u = quoteString(userId);
+  const q = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
+  return `SELECT DISTINCT id FROM (
+  SELECT anonymous_id AS id FROM ${q(IDENTITIES_TABLE)} WHERE workspace_id = ${w} AND user_id = ${u}
+  UNION ALL
+  SELECT anonymous_id AS id FROM ${q(table)} WHERE workspace_id = ${w} AND user_id = ${u}
+  UNION ALL
+  SELECT previous_id AS id FROM ${q(table)} WHERE workspace_id = ${w} AND user_id = ${u} AND type = 'alias'
+)
+WHERE id != '' AND id != ${u}`;
+}
+
+/** One table a deletion covers: its name (reads, counts) and the ALTER that deletes the rows. */
+export interface DeletionTarget {
+  table: string;
+  /** `WHERE` condition of the rows (the user's, received up to the request where the table has the time). */
+  where: string;
+  /** Reads the rows still there: `SELECT count() AS n FROM <table> WHERE <where>`. */
+  count: string;
+  /** The mutation: `ALTER TABLE <table> DELETE WHERE <where>`. */
+  mutation: string;
+}
+
+/**
+ * What `users delete` removes: the events of every id (as userId or anonymousId) received up to
+ * `before` (seconds since the epoch, rounded up: 18.16 keeps received_at in seconds), the user's
+ * `users` rows, the `identities` rows of any of the ids, and refused items naming an id as
+ * userId, anonymousId or previousId (their raw JSON). Events received after the request stay
+ * unless the user is suppressed.
+ */
+export function deletionTargets(
+  database: string,
+  table: string,
+  workspaceId: string,
+  ids: readonly string[],
+  before: number,
+): DeletionTarget[] {
+  const w = `workspace_id = ${quoteString(workspaceId)}`;
+  const list = `(${ids.map(quoteString).join(", ")})`;
+  const named = (key: string) => ids.map((id) => `position(raw, ${quoteString(`"${key}":${JSON.stringify(id)}`)}) > 0`);
+  const targets: [string, string][] = [
+    [table, `${w} AND (user_id IN ${list} OR anonymous_id IN ${list}) AND received_at <= toDateTime(${Math.ceil(before)})`],
+    [USERS_TABLE, `${w} AND user_id IN ${list}`],
+    [IDENTITIES_TABLE, `${w} AND (user_id IN ${list} OR anonymous_id IN ${list})`],
+    [REJECTED_TABLE, `${w} AND (${[...named("userId"), ...named("anonymousId"), ...named("previousId")].join(" OR ")})`],
+  ];
+  return targets.map(([name, where]) => ({
+    table: name,
+    where,
+    count: `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(name)} WHERE ${where}`,
+    mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(name)} DELETE WHERE ${where}`,
+  }));
+}

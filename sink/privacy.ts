@@ -1,0 +1,200 @@
+/**
+ * `users delete | suppress | unsuppress` (deploy/cli.ts): a request publishes the user's entry on
+ * the suppressions topic first, so every sink drops the user's records still in Kafka and every
+ * ingest drops their new messages when suppressed; a deletion then removes the stored rows with
+ * mutations (schemas/privacy.ts deletionTargets), waits until ClickHouse applied them, waits for
+ * the sink to pass the offsets the topics had at the request, deletes again what a sink stored
+ * before it read the entry, and writes one audit row in `privacy_requests`. Throws on Kafka or
+ * ClickHouse failures (the request can be run again: every step is idempotent).
+ */
+import { randomUUID } from "node:crypto";
+import type { Kafka } from "kafkajs";
+import type { Logger } from "pino";
+import { PRIVACY_TABLE, quoteIdent, quoteString } from "../schemas/clickhouse";
+import type { SetupConfig } from "../schemas/config";
+import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type PrivacyEntry } from "../schemas/privacy";
+import { followSuppressions } from "../schemas/suppressions";
+import type { Sql } from "./migrate";
+
+/** What the operator asked. `suppress` with `delete`: also suppress (Segment's SUPPRESS_WITH_DELETE). */
+export interface PrivacyRequest {
+  action: "delete" | "suppress" | "unsuppress";
+  workspaceId: string;
+  userId: string;
+  suppress: boolean;
+  /** Who ran it, as given on the command line (kept in the audit row). */
+  requestedBy: string;
+}
+
+/** What a request did: the ids it covered and the rows removed per table. */
+export interface PrivacyReport {
+  requestId: string;
+  ids: string[];
+  removed: { table: string; rows: number }[];
+  /** Whether the sink passed the offsets of the request before the second pass (else its entry drops them later). */
+  sinkCaughtUp: boolean;
+  seconds: number;
+}
+
+/** Timing of a request, ms. */
+export interface PrivacyTiming {
+  /** Longest wait for the sink to pass the request's offsets (a stopped sink drops the records when it resumes). */
+  sinkWaitMs: number;
+  /** Longest wait for ClickHouse to apply a mutation. */
+  mutationWaitMs: number;
+}
+
+/** Runs one request; see the module comment. */
+export async function runPrivacyRequest(
+  sql: Sql,
+  kafka: Kafka,
+  config: SetupConfig,
+  request: PrivacyRequest,
+  log: Logger,
+  timing: PrivacyTiming = { sinkWaitMs: 60_000, mutationWaitMs: 600_000 },
+): Promise<PrivacyReport> {
+  const started = Date.now();
+  const requestId = randomUUID();
+  const { database, table, cluster } = config.clickhouse;
+  const { workspaceId, userId } = request;
+  const list = new PrivacyList();
+  await (await followSuppressions(kafka, config.kafka.suppressionsTopic, `${config.kafka.clientId}-cli`, list, log)).stop();
+  const existing = list.get(workspaceId, userId);
+  if (request.action === "unsuppress" && existing === undefined) throw new Error(`${workspaceId}/${userId} has no suppression to lift`);
+  // 18.16's ON CLUSTER queue failed on ALTER ... DELETE of replicated tables in the local cluster
+  // (two replicas of a shard both claimed the task); until a per-shard path is built, refuse.
+  if (request.action === "delete" && cluster !== undefined)
+    throw new Error("users delete is not built for CLICKHOUSE_CLUSTER yet; users suppress works there (README, Deleting a user)");
+  const linked = await sql.rows<{ id: string }>(linkedIdsQuery(database, table, workspaceId, userId));
+  const ids = [...new Set([userId, ...(existing?.ids ?? []), ...linked.map((r) => r.id)])];
+  const entry: PrivacyEntry = {
+    workspaceId,
+    userId,
+    ids,
+    suppressed: request.action === "suppress" || (request.action === "delete" && (request.suppress || existing?.suppressed === true)),
+    ...(request.action === "delete"
+      ? { deletedBefore: started }
+      : existing?.deletedBefore === undefined
+        ? {}
+        : { deletedBefore: existing.deletedBefore }),
+  };
+  const ends = await publish(kafka, config, entry);
+
+  const removed: PrivacyReport["removed"] = [];
+  let sinkCaughtUp = true;
+  if (request.action === "delete") {
+    const targets = deletionTargets(database, table, workspaceId, ids, started / 1000);
+    for (const target of targets) removed.push({ table: target.table, rows: await deleteRows(sql, target, timing.mutationWaitMs) });
+    // A sink that fetched the user's records before it read the entry may store them after the
+    // mutation began: once it passed the offsets of the request, delete again what it stored.
+    sinkCaughtUp = await sinkPassed(kafka, config, ends, timing.sinkWaitMs);
+    if (!sinkCaughtUp)
+      log.warn(
+        { ends: Object.fromEntries(ends) },
+        "the sink has not passed the request's offsets; it drops the user's records when it reads them",
+      );
+    for (const [i, target] of targets.entries()) removed[i]!.rows += await deleteRows(sql, target, timing.mutationWaitMs);
+  }
+  await sql.command(auditInsert(database, requestId, request, started, ids, removed));
+  return { requestId, ids, removed, sinkCaughtUp, seconds: (Date.now() - started) / 1000 };
+}
+
+/** Publishes the entry (acks=all); returns the end offsets of the events and rejected topics after it. */
+async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): Promise<Map<string, number>> {
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    await producer.send({
+      topic: config.kafka.suppressionsTopic,
+      acks: -1,
+      messages: [{ key: entryKey(entry.workspaceId, entry.userId), value: JSON.stringify(entry) }],
+    });
+  } finally {
+    await producer.disconnect();
+  }
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const ends = new Map<string, number>();
+    for (const topic of [config.kafka.topic, config.kafka.rejectedTopic])
+      ends.set(
+        topic,
+        (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0),
+      );
+    return ends;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Whether the sink's groups committed at least `ends` (summed over partitions) within `waitMs`. */
+async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Map<string, number>, waitMs: number): Promise<boolean> {
+  const groups = new Map([
+    [config.kafka.topic, config.groupId],
+    [config.kafka.rejectedTopic, `${config.groupId}-rejected`],
+  ]);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      let passed = true;
+      for (const [topic, end] of ends) {
+        const [offsets] = await admin.fetchOffsets({ groupId: groups.get(topic)!, topics: [topic] });
+        const committed = (offsets?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+        if (committed < end) passed = false;
+      }
+      if (passed) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Deletes a target's rows and waits until none is left (ClickHouse applies a mutation in the
+ * background: 18.16 has no lightweight delete and no mutations_sync). Returns the rows removed.
+ */
+async function deleteRows(sql: Sql, target: ReturnType<typeof deletionTargets>[number], waitMs: number): Promise<number> {
+  const count = async () => Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0);
+  const before = await count();
+  if (before === 0) return 0;
+  await sql.command(target.mutation);
+  const deadline = Date.now() + waitMs;
+  while ((await count()) > 0) {
+    if (Date.now() > deadline) throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return before;
+}
+
+/** The audit row: who, when, what, the ids covered, rows removed per table. */
+function auditInsert(
+  database: string,
+  requestId: string,
+  request: PrivacyRequest,
+  started: number,
+  ids: string[],
+  removed: PrivacyReport["removed"],
+): string {
+  const strings = (values: readonly string[]) => `CAST([${values.map(quoteString).join(", ")}], 'Array(String)')`;
+  const seconds = (ms: number) => `toDateTime(${Math.floor(ms / 1000)})`;
+  const action = request.action === "delete" && request.suppress ? "delete+suppress" : request.action;
+  // INSERT ... SELECT: 18.16 evaluates expressions in VALUES only with a setting.
+  return `INSERT INTO ${quoteIdent(database)}.${quoteIdent(PRIVACY_TABLE)}
+  (request_id, workspace_id, user_id, action, requested_by, requested_at, finished_at, ids, tables, rows_removed)
+SELECT ${[
+    quoteString(requestId),
+    quoteString(request.workspaceId),
+    quoteString(request.userId),
+    quoteString(action),
+    quoteString(request.requestedBy),
+    seconds(started),
+    seconds(Date.now()),
+    strings(ids),
+    strings(removed.map((r) => r.table)),
+    `CAST([${removed.map((r) => r.rows).join(", ")}], 'Array(UInt64)')`,
+  ].join(", ")}`;
+}
