@@ -255,14 +255,14 @@ async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Lim
  */
 function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
   if (list.size === 0) return sorted;
-  const now = Date.now();
-  const idsOf = (item: unknown): (string | undefined)[] => {
+  // Infinity: a new message is dropped only for a suppression (a deletion covers what came before it).
+  const drops = (item: unknown) => {
     const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
     const text = (v: unknown) => (typeof v === "string" ? v : undefined);
-    return [text(fields.userId), text(fields.anonymousId)];
+    return list.drops(workspaceId, text(fields.userId), text(fields.anonymousId), Number.POSITIVE_INFINITY);
   };
-  const messages = sorted.messages.filter((m) => !list.drops(workspaceId, idsOf(m), now));
-  const rejected = sorted.rejected.filter((r) => !list.drops(workspaceId, idsOf(r.item), now));
+  const messages = sorted.messages.filter((m) => !drops(m));
+  const rejected = sorted.rejected.filter((r) => !drops(r.item));
   const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;
   if (dropped === 0) return sorted;
   metrics.messagesSuppressed.inc(dropped);

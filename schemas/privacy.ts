@@ -21,6 +21,8 @@ export interface PrivacyEntry {
   ids: string[];
   /** Later messages of these ids are accepted and not stored. */
   suppressed: boolean;
+  /** ms since the epoch: suppressed from then on (messages received before it stay; absent = always). */
+  suppressedFrom?: number;
   /** ms since the epoch: messages of these ids received up to then are dropped by the sink (still in Kafka, or replayed from the DLQ). */
   deletedBefore?: number;
 }
@@ -39,6 +41,7 @@ export function parseEntry(value: Buffer | string | null): PrivacyEntry | undefi
     if (!text(e.workspaceId) || !text(e.userId) || !Array.isArray(e.ids) || !e.ids.every(text) || typeof e.suppressed !== "boolean")
       return undefined;
     if (e.deletedBefore !== undefined && typeof e.deletedBefore !== "number") return undefined;
+    if (e.suppressedFrom !== undefined && typeof e.suppressedFrom !== "number") return undefined;
     return e as PrivacyEntry;
   } catch {
     return undefined;
@@ -46,23 +49,32 @@ export function parseEntry(value: Buffer | string | null): PrivacyEntry | undefi
 }
 
 /**
- * The entries read so far, by user and by id. `drops` is the one question the ingest and the
- * sink ask per message; it costs a map lookup per id while the list is empty for the workspace.
+ * The entries read so far, by user and by id (an id may be in several users' entries: a shared
+ * device's anonymousId). `drops` is the one question the ingest and the sink ask per message;
+ * it costs a map lookup while no user is listed for the id.
  */
 export class PrivacyList {
   private readonly byKey = new Map<string, PrivacyEntry>();
-  private readonly byId = new Map<string, PrivacyEntry>();
+  private readonly byId = new Map<string, Set<PrivacyEntry>>();
 
   /** Applies one topic record (`entry` undefined: the user's entry is removed). */
   apply(key: string, entry: PrivacyEntry | undefined): void {
     const old = this.byKey.get(key);
-    if (old) for (const id of old.ids) if (this.byId.get(idKey(old.workspaceId, id)) === old) this.byId.delete(idKey(old.workspaceId, id));
+    if (old)
+      for (const id of old.ids) {
+        const entries = this.byId.get(idKey(old.workspaceId, id));
+        entries?.delete(old);
+        if (entries?.size === 0) this.byId.delete(idKey(old.workspaceId, id));
+      }
     if (entry === undefined) {
       this.byKey.delete(key);
       return;
     }
     this.byKey.set(key, entry);
-    for (const id of entry.ids) this.byId.set(idKey(entry.workspaceId, id), entry);
+    for (const id of entry.ids) {
+      const k = idKey(entry.workspaceId, id);
+      this.byId.set(k, (this.byId.get(k) ?? new Set()).add(entry));
+    }
   }
 
   /** The user's entry, if any. */
@@ -76,19 +88,23 @@ export class PrivacyList {
   }
 
   /**
-   * Whether a message of these ids (userId, anonymousId; '' and undefined are no id) received at
-   * `receivedAt` (ms since the epoch, or a function reading it, called only for a deleted id)
-   * must not be stored: one of them is suppressed, or was deleted at or after it was received.
+   * Whether a message must not be stored. It is matched by its userId, or by its anonymousId
+   * only when it has no userId (a shared device's anonymousId on another user's identified
+   * message is theirs). It is dropped when an entry of that id is suppressed since before it
+   * was received, or was deleted at or after it was received. `receivedAt` is ms since the epoch,
+   * or a function reading it (called only for a listed id); the ingest gives Infinity, so only
+   * suppression applies to new messages.
    */
-  drops(workspaceId: string, ids: readonly (string | undefined)[], receivedAt: number | (() => number)): boolean {
+  drops(workspaceId: string, userId: string | undefined, anonymousId: string | undefined, receivedAt: number | (() => number)): boolean {
     if (this.byId.size === 0) return false;
-    for (const id of ids) {
-      if (id === undefined || id === "") continue;
-      const entry = this.byId.get(idKey(workspaceId, id));
-      if (entry === undefined) continue;
-      if (entry.suppressed) return true;
-      if (entry.deletedBefore !== undefined && (typeof receivedAt === "number" ? receivedAt : receivedAt()) <= entry.deletedBefore)
-        return true;
+    const id = userId !== undefined && userId !== "" ? userId : anonymousId;
+    if (id === undefined || id === "") return false;
+    const entries = this.byId.get(idKey(workspaceId, id));
+    if (entries === undefined) return false;
+    const at = typeof receivedAt === "number" ? receivedAt : receivedAt();
+    for (const e of entries) {
+      if (e.suppressed && at >= (e.suppressedFrom ?? 0)) return true;
+      if (e.deletedBefore !== undefined && at <= e.deletedBefore) return true;
     }
     return false;
   }
@@ -146,11 +162,12 @@ export interface DeletionTarget {
 }
 
 /**
- * What `users delete` removes: the events of every id (as userId or anonymousId) received up to
- * `before` (seconds since the epoch, rounded up: 18.16 keeps received_at in seconds), the user's
- * `users` rows, the `identities` rows of any of the ids, and refused items naming an id as
- * userId, anonymousId or previousId (their raw JSON). Events received after the request stay
- * unless the user is suppressed.
+ * What `users delete` removes: the events received up to `before` (seconds since the epoch,
+ * rounded up: 18.16 keeps received_at in seconds) whose userId is one of the ids, or that have no
+ * userId and an anonymousId among them (another user's identified events on a shared device
+ * stay); the user's `users` rows and `identities` rows; refused items naming an id as userId,
+ * anonymousId or previousId (their raw JSON). Events received after the request stay unless the
+ * user is suppressed.
  */
 export function deletionTargets(
   database: string,
@@ -163,9 +180,12 @@ export function deletionTargets(
   const list = `(${ids.map(quoteString).join(", ")})`;
   const named = (key: string) => ids.map((id) => `position(raw, ${quoteString(`"${key}":${JSON.stringify(id)}`)}) > 0`);
   const targets: [string, string][] = [
-    [table, `${w} AND (user_id IN ${list} OR anonymous_id IN ${list}) AND received_at <= toDateTime(${Math.ceil(before)})`],
+    [
+      table,
+      `${w} AND (user_id IN ${list} OR (user_id = '' AND anonymous_id IN ${list})) AND received_at <= toDateTime(${Math.ceil(before)})`,
+    ],
     [USERS_TABLE, `${w} AND user_id IN ${list}`],
-    [IDENTITIES_TABLE, `${w} AND (user_id IN ${list} OR anonymous_id IN ${list})`],
+    [IDENTITIES_TABLE, `${w} AND user_id IN ${list}`],
     [REJECTED_TABLE, `${w} AND (${[...named("userId"), ...named("anonymousId"), ...named("previousId")].join(" OR ")})`],
   ];
   return targets.map(([name, where]) => ({

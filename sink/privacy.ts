@@ -12,7 +12,7 @@ import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { PRIVACY_TABLE, quoteIdent, quoteString } from "../schemas/clickhouse";
 import type { SetupConfig } from "../schemas/config";
-import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type PrivacyEntry } from "../schemas/privacy";
+import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../schemas/privacy";
 import { followSuppressions } from "../schemas/suppressions";
 import type { Sql } from "./migrate";
 
@@ -53,7 +53,6 @@ export async function runPrivacyRequest(
   log: Logger,
   timing: PrivacyTiming = { sinkWaitMs: 60_000, mutationWaitMs: 600_000 },
 ): Promise<PrivacyReport> {
-  const started = Date.now();
   const requestId = randomUUID();
   const { database, table, cluster } = config.clickhouse;
   const { workspaceId, userId } = request;
@@ -67,16 +66,18 @@ export async function runPrivacyRequest(
     throw new Error("users delete is not built for CLICKHOUSE_CLUSTER yet; users suppress works there (README, Deleting a user)");
   const linked = await sql.rows<{ id: string }>(linkedIdsQuery(database, table, workspaceId, userId));
   const ids = [...new Set([userId, ...(existing?.ids ?? []), ...linked.map((r) => r.id)])];
+  // The time of the request: a deletion covers what was received up to it, a suppression what comes after.
+  const started = Date.now();
+  const suppressed = request.action === "suppress" || (request.action === "delete" && (request.suppress || existing?.suppressed === true));
+  const suppressedFrom = existing?.suppressed === true ? existing.suppressedFrom : started;
+  const deletedBefore = request.action === "delete" ? started : existing?.deletedBefore;
   const entry: PrivacyEntry = {
     workspaceId,
     userId,
     ids,
-    suppressed: request.action === "suppress" || (request.action === "delete" && (request.suppress || existing?.suppressed === true)),
-    ...(request.action === "delete"
-      ? { deletedBefore: started }
-      : existing?.deletedBefore === undefined
-        ? {}
-        : { deletedBefore: existing.deletedBefore }),
+    suppressed,
+    ...(suppressed && suppressedFrom !== undefined ? { suppressedFrom } : {}),
+    ...(deletedBefore === undefined ? {} : { deletedBefore }),
   };
   const ends = await publish(kafka, config, entry);
 
@@ -84,23 +85,23 @@ export async function runPrivacyRequest(
   let sinkCaughtUp = true;
   if (request.action === "delete") {
     const targets = deletionTargets(database, table, workspaceId, ids, started / 1000);
-    for (const target of targets) removed.push({ table: target.table, rows: await deleteRows(sql, target, timing.mutationWaitMs) });
+    for (const target of targets)
+      removed.push({ table: target.table, rows: await deleteRows(sql, database, target, timing.mutationWaitMs) });
     // A sink that fetched the user's records before it read the entry may store them after the
     // mutation began: once it passed the offsets of the request, delete again what it stored.
     sinkCaughtUp = await sinkPassed(kafka, config, ends, timing.sinkWaitMs);
-    if (!sinkCaughtUp)
-      log.warn(
-        { ends: Object.fromEntries(ends) },
-        "the sink has not passed the request's offsets; it drops the user's records when it reads them",
-      );
-    for (const [i, target] of targets.entries()) removed[i]!.rows += await deleteRows(sql, target, timing.mutationWaitMs);
+    if (!sinkCaughtUp) log.warn("the sink has not passed the request's offsets; it drops the user's records when it reads them");
+    for (const [i, target] of targets.entries()) removed[i]!.rows += await deleteRows(sql, database, target, timing.mutationWaitMs);
   }
   await sql.command(auditInsert(database, requestId, request, started, ids, removed));
   return { requestId, ids, removed, sinkCaughtUp, seconds: (Date.now() - started) / 1000 };
 }
 
+/** End offsets per topic and partition. */
+type Ends = Map<string, Map<number, number>>;
+
 /** Publishes the entry (acks=all); returns the end offsets of the events and rejected topics after it. */
-async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): Promise<Map<string, number>> {
+async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): Promise<Ends> {
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   try {
@@ -115,20 +116,17 @@ async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): 
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const ends = new Map<string, number>();
+    const ends: Ends = new Map();
     for (const topic of [config.kafka.topic, config.kafka.rejectedTopic])
-      ends.set(
-        topic,
-        (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0),
-      );
+      ends.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)])));
     return ends;
   } finally {
     await admin.disconnect();
   }
 }
 
-/** Whether the sink's groups committed at least `ends` (summed over partitions) within `waitMs`. */
-async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Map<string, number>, waitMs: number): Promise<boolean> {
+/** Whether the sink's groups committed at least `ends` on every partition within `waitMs`. */
+async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs: number): Promise<boolean> {
   const groups = new Map([
     [config.kafka.topic, config.groupId],
     [config.kafka.rejectedTopic, `${config.groupId}-rejected`],
@@ -139,10 +137,10 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Map<string, n
     const deadline = Date.now() + waitMs;
     for (;;) {
       let passed = true;
-      for (const [topic, end] of ends) {
+      for (const [topic, partitions] of ends) {
         const [offsets] = await admin.fetchOffsets({ groupId: groups.get(topic)!, topics: [topic] });
-        const committed = (offsets?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
-        if (committed < end) passed = false;
+        const committed = new Map((offsets?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        for (const [partition, end] of partitions) if (end > 0 && (committed.get(partition) ?? -1) < end) passed = false;
       }
       if (passed) return true;
       if (Date.now() > deadline) return false;
@@ -154,16 +152,19 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Map<string, n
 }
 
 /**
- * Deletes a target's rows and waits until none is left (ClickHouse applies a mutation in the
- * background: 18.16 has no lightweight delete and no mutations_sync). Returns the rows removed.
+ * Deletes a target's rows and waits until ClickHouse has applied the mutation (it runs in the
+ * background: 18.16 has no lightweight delete and no mutations_sync). A mutation covers the parts
+ * that exist when it starts; rows stored later are the second pass's. Returns the rows matched
+ * before it.
  */
-async function deleteRows(sql: Sql, target: ReturnType<typeof deletionTargets>[number], waitMs: number): Promise<number> {
-  const count = async () => Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0);
-  const before = await count();
+async function deleteRows(sql: Sql, database: string, target: DeletionTarget, waitMs: number): Promise<number> {
+  const before = Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0);
   if (before === 0) return 0;
   await sql.command(target.mutation);
+  const pending = `SELECT count() AS n FROM system.mutations
+WHERE database = ${quoteString(database)} AND table = ${quoteString(target.table)} AND NOT is_done`;
   const deadline = Date.now() + waitMs;
-  while ((await count()) > 0) {
+  while (Number((await sql.rows<{ n: string }>(pending))[0]?.n ?? 0) > 0) {
     if (Date.now() > deadline) throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -113,7 +113,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       drops: (line) => {
         if (privacy.size === 0) return false;
         const ids = rowIds(line);
-        return ids !== undefined && privacy.drops(ids.workspaceId, [ids.userId, ids.anonymousId], () => rowReceivedAt(line));
+        return ids !== undefined && privacy.drops(ids.workspaceId, ids.userId, ids.anonymousId, () => rowReceivedAt(line));
       },
       insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS), config.crashAt),
       probe: clickhouseProbe(client, eventsTable),
@@ -124,7 +124,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       consumer: rejectedConsumer,
       topic: config.kafka.rejectedTopic,
       decode: decodeRejected,
-      drops: (row) => privacy.size > 0 && privacy.drops(row.workspace_id, rawIds(row.raw), () => Date.parse(row.received_at)),
+      drops: (row) => privacy.size > 0 && privacy.drops(row.workspace_id, ...rawIds(row.raw), () => Date.parse(row.received_at)),
       insert: clickhouseInsert<RejectedRow>(client, rejectedTable),
       probe: clickhouseProbe(client, rejectedTable),
       sendDeadLetters: deadLettersOf(config.kafka.rejectedTopic),
@@ -220,12 +220,12 @@ function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean, metrics
 }
 
 /** The userId and anonymousId of a refused item's raw JSON, where they are strings. */
-function rawIds(raw: string): (string | undefined)[] {
+function rawIds(raw: string): [userId: string | undefined, anonymousId: string | undefined] {
   try {
     const item = JSON.parse(raw) as Record<string, unknown> | null;
     const text = (v: unknown) => (typeof v === "string" ? v : undefined);
-    return item !== null && typeof item === "object" ? [text(item.userId), text(item.anonymousId)] : [];
+    return item !== null && typeof item === "object" ? [text(item.userId), text(item.anonymousId)] : [undefined, undefined];
   } catch {
-    return []; // a cut raw (over the size limit) is not JSON: kept, and covered by users delete
+    return [undefined, undefined]; // a cut raw (over the size limit) is not JSON: kept, and covered by users delete
   }
 }

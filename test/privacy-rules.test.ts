@@ -26,33 +26,47 @@ const entry = (over: Partial<PrivacyEntry> = {}): PrivacyEntry => ({
   ...over,
 });
 
-test("a deletion drops records produced up to it, of the user or a linked id; later ones are kept", () => {
+test("a deletion drops messages received up to it, by userId or, without one, by a linked anonymousId; later ones are kept", () => {
   const list = new PrivacyList();
-  assert.not.ok(list.drops("w", ["u"], 1), "empty list");
+  assert.not.ok(list.drops("w", "u", undefined, 1), "empty list");
   list.apply(entryKey("w", "u"), entry({ deletedBefore: 1_000 }));
-  assert.ok(list.drops("w", ["u", undefined], 999));
-  assert.ok(list.drops("w", [undefined, "a1"], 1_000), "the linked anonymousId, at the instant of the request");
-  assert.not.ok(list.drops("w", ["u"], 1_001), "sent after the request: stored");
-  assert.not.ok(list.drops("w2", ["u"], 999), "another workspace's user of the same id");
-  assert.not.ok(list.drops("w", ["", "other"], 999));
+  assert.ok(list.drops("w", "u", undefined, 999));
+  assert.ok(list.drops("w", "", "a1", 1_000), "the linked anonymousId, at the instant of the request");
+  assert.ok(list.drops("w", undefined, "a1", 1_000));
+  assert.not.ok(list.drops("w", "u", undefined, 1_001), "received after the request: stored");
+  assert.not.ok(list.drops("w2", "u", undefined, 999), "another workspace's user of the same id");
+  assert.not.ok(list.drops("w", "other", "a1", 999), "another user's identified message on the shared device");
+  assert.not.ok(list.drops("w", "", "", 999));
   let read = 0;
   const receivedAt = () => ++read && 999;
-  assert.not.ok(list.drops("w", ["other"], receivedAt));
-  assert.is(read, 0, "the time is read only for a deleted id");
-  assert.ok(list.drops("w", ["u"], receivedAt));
+  assert.not.ok(list.drops("w", "other", undefined, receivedAt));
+  assert.is(read, 0, "the time is read only for a listed id");
+  assert.ok(list.drops("w", "u", undefined, receivedAt));
 });
 
-test("suppression drops every later message; unsuppress (a new entry for the user) lifts it; a removed entry drops nothing", () => {
+test("suppression drops what is received from its time on; unsuppress lifts it; a removed entry drops nothing", () => {
   const list = new PrivacyList();
-  list.apply(entryKey("w", "u"), entry({ suppressed: true, deletedBefore: 1_000 }));
-  assert.ok(list.drops("w", [undefined, "a1"], 5_000));
+  list.apply(entryKey("w", "u"), entry({ suppressed: true, suppressedFrom: 2_000 }));
+  assert.ok(list.drops("w", undefined, "a1", 5_000));
+  assert.ok(list.drops("w", "u", undefined, Number.POSITIVE_INFINITY), "the ingest's question: any new message");
+  assert.not.ok(list.drops("w", "u", undefined, 1_500), "received before the suppression, still in Kafka: kept");
   list.apply(entryKey("w", "u"), entry({ suppressed: false, deletedBefore: 1_000, ids: ["u"] }));
-  assert.not.ok(list.drops("w", ["u"], 5_000));
-  assert.ok(list.drops("w", ["u"], 500), "the deletion still holds for what it covered");
-  assert.not.ok(list.drops("w", ["a1"], 500), "a1 is no longer in the user's entry");
+  assert.not.ok(list.drops("w", "u", undefined, 5_000));
+  assert.ok(list.drops("w", "u", undefined, 500), "the deletion still holds for what it covered");
+  assert.not.ok(list.drops("w", undefined, "a1", 500), "a1 is no longer in the user's entry");
   list.apply(entryKey("w", "u"), undefined);
   assert.is(list.size, 0);
-  assert.not.ok(list.drops("w", ["u"], 500));
+  assert.not.ok(list.drops("w", "u", undefined, 500));
+});
+
+test("an id in two users' entries: lifting one user's suppression keeps the other's", () => {
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "a"), entry({ userId: "a", ids: ["a", "shared"], suppressed: true }));
+  list.apply(entryKey("w", "b"), entry({ userId: "b", ids: ["b", "shared"], suppressed: true }));
+  list.apply(entryKey("w", "b"), entry({ userId: "b", ids: ["b", "shared"], suppressed: false }));
+  assert.ok(list.drops("w", undefined, "shared", 1), "still a's");
+  list.apply(entryKey("w", "a"), undefined);
+  assert.not.ok(list.drops("w", undefined, "shared", 1));
 });
 
 test("parseEntry: the entry's shape, or undefined", () => {
@@ -70,13 +84,13 @@ test("rowIds reads workspace_id, user_id and anonymous_id of the row the ingest 
     timestamp: "2026-11-23T10:00:00.000Z",
     context: {},
   };
+  // decoys in fields before the real keys (message_id, event): their quotes are escaped in the line
   const message = {
     type: "track",
-    event: "x",
+    event: ',"user_id":"x","anonymous_id":"y"',
     userId: 'u\\"q',
     anonymousId: "a-ü",
-    messageId: "m",
-    properties: { user_id: "not this" },
+    messageId: ',"received_at":"1999-01-01T00:00:00.000Z"',
   } as unknown as Message;
   const line = Buffer.from(JSON.stringify(messageRow(message, stamp)));
   assert.equal(rowIds(line), { workspaceId: 'w"1', userId: 'u\\"q', anonymousId: "a-ü" });
@@ -85,7 +99,7 @@ test("rowIds reads workspace_id, user_id and anonymous_id of the row the ingest 
   assert.ok(Number.isNaN(rowReceivedAt(Buffer.from('{"version":1}'))));
 });
 
-test("deletionTargets: events up to the request by either id, users, identities, refused items naming an id", () => {
+test("deletionTargets: events up to the request by userId or, without one, anonymousId; users, identities, refused items naming an id", () => {
   const targets = deletionTargets("db", "events", "w", ["u", "a'1"], 1_700_000_000.2);
   assert.equal(
     targets.map((t) => t.table),
@@ -94,7 +108,7 @@ test("deletionTargets: events up to the request by either id, users, identities,
   const [events, users, , rejected] = targets;
   assert.is(
     events!.where,
-    "workspace_id = 'w' AND (user_id IN ('u', 'a\\'1') OR anonymous_id IN ('u', 'a\\'1')) AND received_at <= toDateTime(1700000001)",
+    "workspace_id = 'w' AND (user_id IN ('u', 'a\\'1') OR (user_id = '' AND anonymous_id IN ('u', 'a\\'1'))) AND received_at <= toDateTime(1700000001)",
   );
   assert.is(events!.mutation, `ALTER TABLE \`db\`.\`events\` DELETE WHERE ${events!.where}`);
   assert.is(users!.count, "SELECT count() AS n FROM `db`.`users` WHERE workspace_id = 'w' AND user_id IN ('u', 'a\\'1')");

@@ -68,16 +68,34 @@ async function others(ids: string[]): Promise<string> {
   return `${row!.n} rows, checksum ${row!.sum}`;
 }
 
-/** Waits until the sink committed every record of the events topic. */
+/** Committed offsets of a sink group vs its topic's end, summed over partitions. */
+async function lag(topic: string, groupId: string): Promise<{ committed: number; end: number }> {
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  try {
+    const ends = await admin.fetchTopicOffsets(topic);
+    const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+    return { committed, end: ends.reduce((sum, p) => sum + Number(p.high), 0) };
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Waits until the sink committed every record of the events topic and of the refused-items topic. */
 const caughtUp = () =>
   waitFor(
     "the sink committed every record",
     async () => {
-      const lag = await stack.groupLag();
-      return lag.committed === lag.end ? lag : undefined;
+      const events = await lag(stack.env.KAFKA_TOPIC!, stack.env.SINK_GROUP_ID!);
+      const refused = await lag(stack.env.KAFKA_REJECTED_TOPIC!, `${stack.env.SINK_GROUP_ID!}-rejected`);
+      return events.committed === events.end && refused.committed === refused.end ? true : undefined;
     },
     60_000,
   );
+
+/** End offsets of the events and refused-items topics (what the ingests produced). */
+const produced = async () => [(await lag(stack.env.KAFKA_TOPIC!, "none")).end, (await lag(stack.env.KAFKA_REJECTED_TOPIC!, "none")).end];
 
 privacy("users delete: every table, events still in Kafka included; other users untouched; an audit row", async () => {
   const [gone, anon, kept, keptAnon] = ["del-u1", "del-anon-1", "keep-u2", "keep-anon-2"];
@@ -143,6 +161,7 @@ privacy(
       await cli("users", "delete", WS, user, "--suppress", "--by", "test-operator");
       await new Promise((r) => setTimeout(r, 3_000)); // every process follows the topic (within a second here)
 
+      const before = await produced();
       for (const base of bases) {
         await send(base, [
           { type: "track", event: "After", userId: user, messageId: id() },
@@ -150,6 +169,7 @@ privacy(
           { type: "track", userId: user, messageId: id() }, // refused (no event name): not kept either
         ]);
       }
+      assert.equal(await produced(), before, "both ingests answered 2xx and produced nothing");
       await stack.marker();
       await caughtUp();
       const ids = `'${user}', '${anon}'`;
@@ -158,9 +178,9 @@ privacy(
 
       await cli("users", "unsuppress", WS, user, "--by", "test-operator");
       await new Promise((r) => setTimeout(r, 3_000));
-      const after = bases.map(() => ({ type: "track", event: "Back", userId: user, messageId: id() }));
-      for (const [i, base] of bases.entries()) await send(base, [after[i]!]);
-      await stack.rowsLanded(after.map((m) => m.messageId));
+      const back = bases.map(() => ({ type: "track", event: "Back", userId: user, messageId: id() }));
+      for (const [i, base] of bases.entries()) await send(base, [back[i]!]);
+      await stack.rowsLanded(back.map((m) => m.messageId));
 
       const audit = await stack.select<{ action: string }>(
         `SELECT action FROM ${stack.database}.privacy_requests WHERE user_id = '${user}' ORDER BY requested_at, action`,

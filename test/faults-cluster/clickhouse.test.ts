@@ -92,7 +92,7 @@ cluster("one ClickHouse replica stopped 60 s under load, then restarted and caug
   console.log(`  rows per node (shard 1: nodes 1, 2; shard 2: nodes 3, 4): ${copies.join(", ")}`);
 });
 
-cluster("the sink SIGKILLed while its insert has reached one shard and waits on the other, then restarted", async () => {
+cluster("the sink SIGKILLed mid-insert while shard 2 is frozen, then restarted", async () => {
   const userId = "cl-between-shards";
   const t = traffic(userId);
   t.start();
