@@ -10,7 +10,7 @@ import Koa from "koa";
 import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
-import type { PrivacyList } from "../schemas/privacy";
+import { itemIds, type PrivacyList } from "../schemas/privacy";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 import type { AuthHeaders, WriteKeys } from "./auth";
 import { bytesToReserve, InflightBudget } from "./budget";
@@ -256,11 +256,7 @@ async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Lim
 function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
   if (list.size === 0) return sorted;
   // Infinity: a new message is dropped only for a suppression (a deletion covers what came before it).
-  const drops = (item: unknown) => {
-    const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
-    const text = (v: unknown) => (typeof v === "string" ? v : undefined);
-    return list.drops(workspaceId, text(fields.userId), text(fields.anonymousId), Number.POSITIVE_INFINITY);
-  };
+  const drops = (item: unknown) => list.drops(workspaceId, ...itemIds(item), Number.POSITIVE_INFINITY);
   const messages = sorted.messages.filter((m) => !drops(m));
   const rejected = sorted.rejected.filter((r) => !drops(r.item));
   const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;

@@ -114,6 +114,13 @@ function idKey(workspaceId: string, id: string): string {
   return `${workspaceId}\u0000${id}`;
 }
 
+/** The userId and anonymousId of a message or batch item, where they are strings. */
+export function itemIds(item: unknown): [userId: string | undefined, anonymousId: string | undefined] {
+  const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
+  const text = (v: unknown) => (typeof v === "string" ? v : undefined);
+  return [text(fields.userId), text(fields.anonymousId)];
+}
+
 /**
  * The workspace_id, user_id and anonymous_id of an events row line, read by key without parsing
  * the row (rowStringField). Undefined when the line does not have that shape.

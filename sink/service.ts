@@ -17,7 +17,7 @@ import { clusterSettings, quoteIdent, REJECTED_TABLE } from "../schemas/clickhou
 import type { SinkConfig } from "../schemas/config";
 import { topicMaxMessageBytes } from "../schemas/kafka-limits";
 import { PRODUCER_RETRY } from "../schemas/kafka-send";
-import { PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy";
+import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy";
 import { followSuppressions } from "../schemas/suppressions";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
@@ -222,9 +222,7 @@ function healthApp(health: LoopHealth, clickhouseAnswers: () => boolean, metrics
 /** The userId and anonymousId of a refused item's raw JSON, where they are strings. */
 function rawIds(raw: string): [userId: string | undefined, anonymousId: string | undefined] {
   try {
-    const item = JSON.parse(raw) as Record<string, unknown> | null;
-    const text = (v: unknown) => (typeof v === "string" ? v : undefined);
-    return item !== null && typeof item === "object" ? [text(item.userId), text(item.anonymousId)] : [undefined, undefined];
+    return itemIds(JSON.parse(raw));
   } catch {
     return [undefined, undefined]; // a cut raw (over the size limit) is not JSON: kept, and covered by users delete
   }

@@ -182,14 +182,16 @@ export class LiveStack {
     await this.rowsLanded([id]);
   }
 
-  /** Committed offsets of this stack's group vs the topic's end, summed over partitions. */
-  async groupLag(): Promise<{ committed: number; end: number }> {
+  /**
+   * Committed offsets of a group vs its topic's end, summed over partitions; by default this
+   * stack's sink group and events topic.
+   */
+  async groupLag(topic = this.env.KAFKA_TOPIC!, groupId = this.env.SINK_GROUP_ID!): Promise<{ committed: number; end: number }> {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      const topic = this.env.KAFKA_TOPIC!;
       const ends = await admin.fetchTopicOffsets(topic);
-      const [group] = await admin.fetchOffsets({ groupId: this.env.SINK_GROUP_ID!, topics: [topic] });
+      const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
       const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
       return { committed, end: ends.reduce((sum, p) => sum + Number(p.high), 0) };
     } finally {

@@ -68,34 +68,23 @@ async function others(ids: string[]): Promise<string> {
   return `${row!.n} rows, checksum ${row!.sum}`;
 }
 
-/** Committed offsets of a sink group vs its topic's end, summed over partitions. */
-async function lag(topic: string, groupId: string): Promise<{ committed: number; end: number }> {
-  const admin = stack.kafka.admin();
-  await admin.connect();
-  try {
-    const ends = await admin.fetchTopicOffsets(topic);
-    const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
-    return { committed, end: ends.reduce((sum, p) => sum + Number(p.high), 0) };
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /** Waits until the sink committed every record of the events topic and of the refused-items topic. */
 const caughtUp = () =>
   waitFor(
     "the sink committed every record",
     async () => {
-      const events = await lag(stack.env.KAFKA_TOPIC!, stack.env.SINK_GROUP_ID!);
-      const refused = await lag(stack.env.KAFKA_REJECTED_TOPIC!, `${stack.env.SINK_GROUP_ID!}-rejected`);
+      const events = await stack.groupLag();
+      const refused = await stack.groupLag(stack.env.KAFKA_REJECTED_TOPIC!, `${stack.env.SINK_GROUP_ID!}-rejected`);
       return events.committed === events.end && refused.committed === refused.end ? true : undefined;
     },
     60_000,
   );
 
 /** End offsets of the events and refused-items topics (what the ingests produced). */
-const produced = async () => [(await lag(stack.env.KAFKA_TOPIC!, "none")).end, (await lag(stack.env.KAFKA_REJECTED_TOPIC!, "none")).end];
+const produced = async () => [
+  (await stack.groupLag(stack.env.KAFKA_TOPIC!, "none")).end,
+  (await stack.groupLag(stack.env.KAFKA_REJECTED_TOPIC!, "none")).end,
+];
 
 privacy("users delete: every table, events still in Kafka included; other users untouched; an audit row", async () => {
   const [gone, anon, kept, keptAnon] = ["del-u1", "del-anon-1", "keep-u2", "keep-anon-2"];
