@@ -7,7 +7,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Kafka, logLevel, Partitioners } from "kafkajs";
+import { Kafka, logLevel } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "../schemas/config";
 import { createApp } from "./app";
@@ -21,6 +21,7 @@ import { PRODUCER_RETRY } from "../schemas/kafka-send";
 import { PrivacyList } from "../schemas/privacy";
 import { followSuppressions } from "../schemas/suppressions";
 import { TokenBuckets } from "./ratelimit";
+import { KeyPartitioner } from "../schemas/kafka-partitioner";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
@@ -49,7 +50,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   });
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    createPartitioner: KeyPartitioner,
     retry: PRODUCER_RETRY, // a failed send is sent again whole by kafkaSend (schemas/kafka-send.ts)
   });
   const admin = kafka.admin({ retry: { retries: 0 } });

@@ -15,6 +15,7 @@ import type { SetupConfig } from "../schemas/config";
 import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../schemas/privacy";
 import { followSuppressions } from "../schemas/suppressions";
 import type { Sql } from "./migrate";
+import { KeyPartitioner } from "../schemas/kafka-partitioner";
 
 /** What the operator asked. `suppress` with `delete`: also suppress (Segment's SUPPRESS_WITH_DELETE). */
 export interface PrivacyRequest {
@@ -102,7 +103,7 @@ type Ends = Map<string, Map<number, number>>;
 
 /** Publishes the entry (acks=all); returns the end offsets of the events and rejected topics after it. */
 async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): Promise<Ends> {
-  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
   await producer.connect();
   try {
     await producer.send({

@@ -6,10 +6,10 @@
  * (as new records, replayed by a later run). Throws if Kafka is unreachable.
  */
 import type { Kafka } from "kafkajs";
-import { Partitioners } from "kafkajs";
 import type { KafkaConfig } from "../schemas/config";
 import { DLQ_HEADERS } from "../schemas/envelope";
 import { PRODUCER_RETRY, sendWhole } from "../schemas/kafka-send";
+import { KeyPartitioner } from "../schemas/kafka-partitioner";
 
 /** How long one re-send may retry before the replay fails (it resumes from its commit when run again), ms. */
 const REPLAY_SEND_DEADLINE_MS = 30_000;
@@ -35,7 +35,7 @@ export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, group
 
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    createPartitioner: KeyPartitioner,
     retry: PRODUCER_RETRY,
   });
   const consumer = kafka.consumer({ groupId });

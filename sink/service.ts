@@ -10,7 +10,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@clickhouse/client";
 import Router from "@koa/router";
-import { Kafka, logLevel, Partitioners, type Admin } from "kafkajs";
+import { Kafka, logLevel, type Admin } from "kafkajs";
 import Koa from "koa";
 import type { Logger } from "pino";
 import { clusterSettings, quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
@@ -28,6 +28,7 @@ import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clientSql, dropExpiredPartitions } from "./migrate";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
+import { KeyPartitioner } from "../schemas/kafka-partitioner";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -69,7 +70,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka-send.ts says why).
   const dlqProducer = kafka.producer({
     allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    createPartitioner: KeyPartitioner,
     retry: PRODUCER_RETRY,
   });
   const admin = kafka.admin({ retry: { retries: 0 } });

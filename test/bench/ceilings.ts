@@ -5,9 +5,9 @@
  */
 import type { ClickHouseClient } from "@clickhouse/client";
 import type { Kafka } from "kafkajs";
-import { Partitioners } from "kafkajs";
 import type { EventRecord } from "../../schemas/envelope";
 import type { EventRow } from "../../schemas/row";
+import { KeyPartitioner } from "../../schemas/kafka-partitioner";
 
 /** Records per second acknowledged by the broker; `inFlight` sendBatch calls of `batchSize`. */
 export async function kafkaCeiling(
@@ -18,7 +18,7 @@ export async function kafkaCeiling(
   batchSize = 2_000,
   inFlight = 4,
 ): Promise<number> {
-  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
   await producer.connect();
   const end = Date.now() + seconds * 1000;
   let sent = 0;

@@ -224,6 +224,53 @@ async function main(): Promise<void> {
 
     figures.ingest_rss_mb = peakRssMb(stack.ingest!.child.pid!);
     figures.sink_rss_mb = peakRssMb(stack.sink!.child.pid!);
+
+    // The accept path alone (ingest and Kafka; the peers' gateways are measured this way): the
+    // sink is paused with SIGSTOP for the phase, then resumed; the backlog it then inserts with
+    // nothing else running gives the sink's own rate. Its session timeout outlasts the pause.
+    for (let lag = await stack.groupLag(); lag.committed < lag.end; lag = await stack.groupLag())
+      await new Promise((r) => setTimeout(r, 200));
+    const acceptRowsBefore = await count();
+    const sinkPid = stack.sink!.child.pid!;
+    const acceptPids = { ingest: pids.ingest, ...stackPids() };
+    const acceptCpuBefore = cpuSnapshot(acceptPids);
+    const acceptStarted = Date.now();
+    process.kill(sinkPid, "SIGSTOP");
+    let acceptPhase: LoadResult;
+    try {
+      acceptPhase = await load({
+        url: `${stack.base}/v1/batch`,
+        bodies: batchBodies,
+        headers: auth,
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        rate: 0,
+      });
+    } finally {
+      process.kill(sinkPid, "SIGCONT");
+    }
+    const acceptElapsed = (Date.now() - acceptStarted) / 1000;
+    const acceptCpuAfter = cpuSnapshot(acceptPids);
+    for (const name of Object.keys(acceptCpuAfter)) figures[`accept_cpu_${name}_s`] = acceptCpuAfter[name]! - acceptCpuBefore[name]!;
+    figures.accept_cpu_load_s = acceptPhase.cpuSeconds;
+    figures.accept_cpu_phase_s = acceptElapsed;
+    figures.accept_events_per_s = ((acceptPhase.requests - acceptPhase.non2xx) / SECONDS) * BATCH;
+    figures.accept_p50_ms = acceptPhase.p50;
+    figures.accept_p99_ms = acceptPhase.p99;
+    const backlog = (acceptPhase.requests - acceptPhase.non2xx) * BATCH;
+    const catchUpPids = { sink: sinkPid, ...stackPids() };
+    const catchUpCpuBefore = cpuSnapshot(catchUpPids);
+    const catchUpStart = Date.now();
+    let caught = (await count()) - acceptRowsBefore;
+    while (caught < backlog && Date.now() - catchUpStart < 180_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      caught = (await count()) - acceptRowsBefore;
+    }
+    figures.sink_catchup_rows_per_s = caught / ((Date.now() - catchUpStart) / 1000);
+    const catchUpCpuAfter = cpuSnapshot(catchUpPids);
+    for (const name of Object.keys(catchUpCpuAfter))
+      figures[`catchup_cpu_${name}_us_per_row`] = ((catchUpCpuAfter[name]! - catchUpCpuBefore[name]!) * 1e6) / caught;
+    figures.accept_rows_missing = Math.max(0, backlog - caught);
   } finally {
     await stack.stop();
   }
@@ -255,6 +302,18 @@ function report(f: Record<string, number>): void {
       `${ratio(f.e2e_events_per_s, f.kafka_ceiling_msgs_per_s)} of Kafka, ${ratio(f.e2e_events_per_s, f.clickhouse_ceiling_rows_per_s)} of ClickHouse ceiling`,
     ],
     ["  sink catch-up after the load", `${n(f.drain_after_load_s, 1)} s`, `acked rows missing: ${n(f.rows_missing)}`, ""],
+    [
+      "Accept path alone (sink paused: ingest + Kafka)",
+      `${n(f.accept_events_per_s)} events/s`,
+      `p50 ${n(f.accept_p50_ms, 1)} ms, p99 ${n(f.accept_p99_ms, 1)} ms`,
+      `${ratio(f.accept_events_per_s, f.kafka_ceiling_msgs_per_s)} of Kafka ceiling`,
+    ],
+    [
+      "  its backlog, inserted by the sink alone",
+      `${n(f.sink_catchup_rows_per_s)} rows/s`,
+      `acked rows missing: ${n(f.accept_rows_missing)}`,
+      "",
+    ],
     ["HTTP ceiling (bare node:http + JSON.parse)", `${n(f.http_ceiling_events_per_s)} events/s`, "", ""],
     ["Kafka ceiling (sendBatch, acks=all)", `${n(f.kafka_ceiling_msgs_per_s)} msgs/s`, "", ""],
     ["ClickHouse ceiling (direct inserts)", `${n(f.clickhouse_ceiling_rows_per_s)} rows/s`, "", ""],
@@ -263,16 +322,24 @@ function report(f: Record<string, number>): void {
   process.stdout.write(
     `\n| Measure | Throughput | Latency | Against ceiling |\n|---|---|---|---|\n${rows.map((r) => `| ${r.join(" | ")} |`).join("\n")}\n\n`,
   );
-  // Where the two cores went during the full-rate batch phase.
-  const parts = ["ingest", "sink", "kafka", "clickhouse", "load"].filter((p) => f[`cpu_${p}_s`] !== undefined);
-  const events = (f.batch_events_per_s ?? 0) * (f.cpu_phase_s ?? 0);
-  const cpuRows = parts.map((p) => {
-    const seconds = f[`cpu_${p}_s`]!;
-    return `| ${p} | ${n(seconds, 1)} s | ${n((seconds / (f.cpu_phase_s ?? 1)) * 100)}% | ${events > 0 ? n((seconds * 1e6) / events, 1) : "n/a"} µs |`;
-  });
-  process.stdout.write(
-    `| CPU during the batch phase (${n(f.cpu_phase_s, 1)} s) | CPU time | of one core | per event |\n|---|---|---|---|\n${cpuRows.join("\n")}\n\n`,
-  );
+  // Where the two cores went: the full-rate batch phase, then the accept path alone.
+  const cpuTable = (title: string, prefix: string, eventsPerSecond: number | undefined) => {
+    const phase = f[`${prefix}phase_s`];
+    const events = (eventsPerSecond ?? 0) * (phase ?? 0);
+    const cpuRows = ["ingest", "sink", "kafka", "clickhouse", "load"]
+      .filter((p) => f[`${prefix}${p}_s`] !== undefined)
+      .map((p) => {
+        const seconds = f[`${prefix}${p}_s`]!;
+        return `| ${p} | ${n(seconds, 1)} s | ${n((seconds / (phase ?? 1)) * 100)}% | ${events > 0 ? n((seconds * 1e6) / events, 1) : "n/a"} µs |`;
+      });
+    process.stdout.write(
+      `| ${title} (${n(phase, 1)} s) | CPU time | of one core | per event |\n|---|---|---|---|\n${cpuRows.join("\n")}\n\n`,
+    );
+  };
+  cpuTable("CPU during the batch phase", "cpu_", f.batch_events_per_s);
+  cpuTable("CPU during the accept-path phase", "accept_cpu_", f.accept_events_per_s);
+  const catchUp = ["sink", "kafka", "clickhouse"].map((p) => `${p} ${n(f[`catchup_cpu_${p}_us_per_row`], 1)} µs`).join(", ");
+  process.stdout.write(`CPU per row while the sink inserted the accept phase's backlog alone: ${catchUp}\n\n`);
   const keys = [
     "e2e_events_per_s",
     "batch_events_per_s",
@@ -287,6 +354,9 @@ function report(f: Record<string, number>): void {
     "http_ceiling_events_per_s",
     "kafka_ceiling_msgs_per_s",
     "clickhouse_ceiling_rows_per_s",
+    "accept_events_per_s",
+    "accept_p99_ms",
+    "sink_catchup_rows_per_s",
   ];
   const json: Record<string, number> = {};
   for (const k of keys) json[k] = Math.round((f[k] ?? Number.NaN) * 10) / 10;

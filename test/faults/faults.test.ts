@@ -10,11 +10,11 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { Partitioners } from "kafkajs";
 import { DLQ_HEADERS } from "../../schemas/envelope";
 import { basic, LiveStack, stopService, waitFor } from "../harness";
 import { lagBackToZero, rowsOf, server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
 import { Traffic } from "./traffic";
+import { KeyPartitioner } from "../../schemas/kafka-partitioner";
 
 const PRODUCE_TIMEOUT_MS = 5_000;
 const stack = new LiveStack({
@@ -160,7 +160,7 @@ faults("5. two sinks in one group: one added, one killed mid-stream (6 partition
 });
 
 faults("6. poison records: DLQ with original key/value and reason; the valid ones land; lag back to 0; replay", async () => {
-  const producer = stack.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = stack.kafka.producer({ createPartitioner: KeyPartitioner });
   await producer.connect();
   const envelope = (messageId: string, timestamp = new Date().toISOString()) =>
     JSON.stringify({
@@ -310,7 +310,7 @@ faults("8. poison in every partition mid-traffic: surrogates healed, refused row
 
   // Records already on the topic (an older ingest, a replay tool): lone surrogates in values and
   // keys at several depths, a time ClickHouse refuses (lowercase t), and a throwIf refusal.
-  const producer = stack.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = stack.kafka.producer({ createPartitioner: KeyPartitioner });
   await producer.connect();
   const envelope = (messageId: string, event: string, extra: string, timestamp = new Date().toISOString()) =>
     `{"workspaceId":"ws-test","receivedAt":"${new Date().toISOString()}","message":{"type":"track","messageId":"${messageId}",` +
