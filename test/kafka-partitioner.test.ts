@@ -10,7 +10,7 @@ import * as assert from "uvu/assert";
 import { KeyPartitioner, murmur2 } from "../schemas/kafka-partitioner";
 
 // kafkajs's reference implementation (not part of its typed API).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs ships no types for its internal murmur2 module
 const kafkajsMurmur2 = require("kafkajs/src/producer/partitioners/default/murmur2") as (key: string | Buffer) => number;
 
 const keys = [
