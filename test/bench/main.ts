@@ -228,7 +228,8 @@ async function main(): Promise<void> {
     // The accept path alone (ingest and Kafka; the peers' gateways are measured this way): the
     // sink is paused with SIGSTOP for the phase, then resumed; the backlog it then inserts with
     // nothing else running gives the sink's own rate. Its session timeout outlasts the pause.
-    for (let lag = await stack.groupLag(); lag.committed < lag.end; lag = await stack.groupLag())
+    const settleBy = Date.now() + 120_000;
+    for (let lag = await stack.groupLag(); lag.committed < lag.end && Date.now() < settleBy; lag = await stack.groupLag())
       await new Promise((r) => setTimeout(r, 200));
     const acceptRowsBefore = await count();
     const sinkPid = stack.sink!.child.pid!;
