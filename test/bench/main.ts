@@ -125,6 +125,16 @@ async function main(): Promise<void> {
 
     // Batch endpoint under full load, with receive-to-queryable probes and end-to-end rows.
     const count = async () => Number((await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.table}`))[0]!.n);
+    /** Rows landed since `before`, polled every `pollMs` until `expected` or `deadlineMs` from now. */
+    const landedSince = async (before: number, expected: number, pollMs: number, deadlineMs: number) => {
+      const end = Date.now() + deadlineMs;
+      let landed = (await count()) - before;
+      while (landed < expected && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, pollMs));
+        landed = (await count()) - before;
+      }
+      return landed;
+    };
     const rowsBefore = await count();
     const probes: { id: string; sent: number; seen?: number }[] = [];
     let probing = true;
@@ -186,11 +196,7 @@ async function main(): Promise<void> {
     // Let the sink catch up, and time how long that takes.
     const drainStart = Date.now();
     const expected = accepted + probes.length;
-    let landed = (await count()) - rowsBefore;
-    while (landed < expected && Date.now() - drainStart < 120_000) {
-      await new Promise((r) => setTimeout(r, 250));
-      landed = (await count()) - rowsBefore;
-    }
+    const landed = await landedSince(rowsBefore, expected, 250, 120_000);
     figures.drain_after_load_s = (Date.now() - drainStart) / 1000;
     // Every 2xx of the phase must be a row (more rows is fine: autocannon drops answers in flight at its end).
     figures.rows_missing = Math.max(0, expected - landed);
@@ -262,11 +268,7 @@ async function main(): Promise<void> {
     const catchUpPids = { sink: sinkPid, ...stackPids() };
     const catchUpCpuBefore = cpuSnapshot(catchUpPids);
     const catchUpStart = Date.now();
-    let caught = (await count()) - acceptRowsBefore;
-    while (caught < backlog && Date.now() - catchUpStart < 180_000) {
-      await new Promise((r) => setTimeout(r, 100));
-      caught = (await count()) - acceptRowsBefore;
-    }
+    const caught = await landedSince(acceptRowsBefore, backlog, 100, 180_000);
     figures.sink_catchup_rows_per_s = caught / ((Date.now() - catchUpStart) / 1000);
     const catchUpCpuAfter = cpuSnapshot(catchUpPids);
     for (const name of Object.keys(catchUpCpuAfter))
