@@ -16,7 +16,7 @@
  */
 import { createHash } from "node:crypto";
 import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
-import type { JsonObject, Message } from "../schemas/messages";
+import { STORABLE_TIME_END_MS, type JsonObject, type Message } from "../schemas/messages";
 import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../schemas/row";
 
 /** Who sent the request, from where, and when it arrived. */
@@ -32,6 +32,8 @@ export interface Receipt {
 export interface BatchDefaults {
   context?: JsonObject | null;
   sentAt?: string | null;
+  /** The batch body's other fields (`integrations`, ...): kept in each item's `extra` (schemas/row.ts). */
+  fields?: Readonly<Record<string, unknown>>;
 }
 
 /** The records, or the first message over the size limit. */
@@ -117,9 +119,28 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
 }
 
 /**
+ * How far from its arrival a client's time may lie and still place the event (its day and
+ * partition, schemas/clickhouse.ts EVENT_DATE), ms. Outside, the message is stored with the day
+ * it arrived and the client's text is kept in `extra` under its own name: a device's broken
+ * clock (1970, 2040) or a hostile client cannot spread rows over thousands of monthly
+ * partitions (on 18.16 a FINAL read of 1,000 parts runs out of memory; current ClickHouse refuses
+ * an insert over 100). PostHog likewise replaces a client time over 23 h in the future with the
+ * time of arrival. The past reaches 5 years back for historical imports (Segment's /v1/import).
+ */
+export const CLIENT_TIME_WINDOW = { pastMs: 5 * 366 * 86_400_000, futureMs: 86_400_000 } as const;
+
+/** Whether a client time (ms) may place an event received at `receivedMs` (CLIENT_TIME_WINDOW). */
+export function inClientTimeWindow(timeMs: number, receivedMs: number): boolean {
+  return timeMs >= receivedMs - CLIENT_TIME_WINDOW.pastMs && timeMs <= receivedMs + CLIENT_TIME_WINDOW.futureMs;
+}
+
+/**
  * What the ingest stores with a message, computed without copying it: its sentAt (its own, else
  * the batch's), the client's timestamp (`timestamp`, else RudderStack's `originalTimestamp`), the
- * stored timestamp, and the context (batch context merged under its own; ip filled).
+ * stored timestamp, and the context (batch context merged under its own; ip filled). A client
+ * time outside CLIENT_TIME_WINDOW is not the original_timestamp (the row gets the day it
+ * arrived); its text stays in `extra`, and the stored timestamp is its skew correction when that
+ * lies in the window (a wrong clock that sent sentAt too), else receivedAt.
  */
 export function stamp(message: Message, defaults: BatchDefaults, receipt: Receipt): RowStamp {
   const { sentAt: ownSentAt, originalTimestamp: rudderTime } = message as Message & {
@@ -127,13 +148,20 @@ export function stamp(message: Message, defaults: BatchDefaults, receipt: Receip
     originalTimestamp?: string | null;
   };
   const sentAt = canonical(ownSentAt ?? defaults.sentAt ?? undefined);
-  const originalTimestamp = canonical(message.timestamp ?? rudderTime ?? undefined);
-  const timestamp =
-    originalTimestamp === undefined
-      ? receipt.receivedAt
-      : sentAt === undefined
-        ? originalTimestamp
-        : skewCorrected(receipt.receivedAt, sentAt, originalTimestamp);
+  const clientTime = canonical(message.timestamp ?? rudderTime ?? undefined);
+  let originalTimestamp = clientTime;
+  let timestamp = receipt.receivedAt;
+  let clientTimeInExtra = false;
+  if (clientTime !== undefined) {
+    const corrected = sentAt === undefined ? clientTime : skewCorrected(receipt.receivedAt, sentAt, clientTime);
+    const receivedMs = Date.parse(receipt.receivedAt);
+    if (inClientTimeWindow(Date.parse(clientTime), receivedMs)) timestamp = corrected;
+    else {
+      originalTimestamp = undefined;
+      clientTimeInExtra = true;
+      if (inClientTimeWindow(Date.parse(corrected), receivedMs)) timestamp = corrected;
+    }
+  }
   let context: JsonObject | null | undefined = message.context;
   const ip = context?.ip === undefined && receipt.clientIp !== undefined;
   if (defaults.context != null || ip) {
@@ -147,11 +175,10 @@ export function stamp(message: Message, defaults: BatchDefaults, receipt: Receip
     originalTimestamp: originalTimestamp ?? null,
     timestamp,
     context,
+    ...(clientTimeInExtra ? { clientTimeInExtra } : {}),
+    ...(defaults.fields === undefined ? {} : { batchFields: defaults.fields }),
   };
 }
-
-/** Upper end of the storable range, ms (see schemas/messages.ts `From1970To2106`). */
-const STORABLE_END_MS = 4_294_967_296_000;
 
 /**
  * Segment: timestamp = receivedAt - (sentAt - timestamp). ISO 8601 in, canonical ISO 8601 out.
@@ -159,7 +186,7 @@ const STORABLE_END_MS = 4_294_967_296_000;
  */
 export function skewCorrected(receivedAt: string, sentAt: string, timestamp: string): string {
   const corrected = Date.parse(receivedAt) - (Date.parse(sentAt) - Date.parse(timestamp));
-  return corrected >= 0 && corrected < STORABLE_END_MS ? new Date(corrected).toISOString() : timestamp;
+  return corrected >= 0 && corrected < STORABLE_TIME_END_MS ? new Date(corrected).toISOString() : timestamp;
 }
 
 /** A validated time in canonical UTC form; undefined stays undefined. */

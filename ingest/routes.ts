@@ -37,19 +37,32 @@ export const ALIASES: Readonly<Record<string, MessageType | "batch">> = {
   import: "batch",
 };
 
+/**
+ * The body of a 200 on Segment's routes, as Segment's API answers (Content-Type
+ * application/json): analytics-java parses it and, on an empty body, retries the batch for ever.
+ */
+export const SEGMENT_SUCCESS: Readonly<{ success: true }> = Object.freeze({ success: true });
+
 /** One POST route: its path, what it takes, and how its body is sorted (frame issues refuse the body). */
 export interface Route {
   path: string;
   /** The message type of a single-message route, or "batch". */
   kind: MessageType | "batch";
   sort: (body: unknown) => Validation<Sorted>;
+  /** The body of its 200: SEGMENT_SUCCESS under /v1, empty under the spec's prefix (the spec says empty). */
+  successBody: typeof SEGMENT_SUCCESS | "";
 }
 
 /** Every POST route: both prefixes' named routes, and the aliases under `/v1`. */
 export function routeTable(limits: { maxBatchMessages: number }): Route[] {
   const batch = batchSorter(limits.maxBatchMessages);
   const sorters = Object.fromEntries(SINGLE_TYPES.map((type) => [type, singleSorter(type)])) as Record<MessageType, Route["sort"]>;
-  const route = (path: string, kind: MessageType | "batch"): Route => ({ path, kind, sort: kind === "batch" ? batch : sorters[kind] });
+  const route = (path: string, kind: MessageType | "batch"): Route => ({
+    path,
+    kind,
+    sort: kind === "batch" ? batch : sorters[kind],
+    successBody: path.startsWith("/v1/") ? SEGMENT_SUCCESS : "",
+  });
   return [
     ...PREFIXES.flatMap((prefix) => [route(`${prefix}/batch`, "batch"), ...SINGLE_TYPES.map((type) => route(`${prefix}/${type}`, type))]),
     ...Object.entries(ALIASES).map(([alias, kind]) => route(`/v1/${alias}`, kind)),
@@ -64,8 +77,23 @@ function batchSorter(maxBatchMessages: number): Route["sort"] {
     const result = sortBatch(body);
     if (!result.ok) return result;
     const { frame, accepted, rejected } = result.value;
-    return { ok: true, value: { messages: accepted, rejected, defaults: { context: frame.context, sentAt: frame.sentAt } } };
+    const fields = batchFields(frame);
+    const defaults: BatchDefaults = { context: frame.context, sentAt: frame.sentAt, ...(fields === undefined ? {} : { fields }) };
+    return { ok: true, value: { messages: accepted, rejected, defaults } };
   };
+}
+
+/** The batch body's own fields that are not copied into each item's `extra` (the writeKey never reaches the topic). */
+const FRAME_KEYS = new Set(["batch", "context", "sentAt", "writeKey"]);
+
+/** A batch body's fields other than FRAME_KEYS, or undefined when it has none. */
+function batchFields(frame: object): Record<string, unknown> | undefined {
+  let fields: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(frame)) {
+    if (FRAME_KEYS.has(key)) continue;
+    (fields ??= Object.create(null) as Record<string, unknown>)[key] = value; // no prototype: "__proto__" stays data
+  }
+  return fields;
 }
 
 /** A single-message body of `type`: accepted, or one rejected item (a non-object is malformed). */

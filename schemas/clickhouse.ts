@@ -238,6 +238,42 @@ SELECT ${columns}
 FROM ${quoteIdent(database)}.${quoteIdent(from)} FINAL${where === undefined ? "" : `\nWHERE ${where}`}`;
 }
 
+/** The events partition (YYYYMM) of a row of a table with the events columns, as an expression. */
+export const EVENT_MONTH = `toYYYYMM(${EVENT_DATE})`;
+
+/** The distinct events partitions (column `month`, YYYYMM) of the rows of `from` matching `where`. */
+export function eventMonthsQuery(database: string, from: string, where?: string): string {
+  return `SELECT DISTINCT ${EVENT_MONTH} AS month FROM ${quoteIdent(database)}.${quoteIdent(from)}${where === undefined ? "" : ` WHERE ${where}`} ORDER BY month`;
+}
+
+/** A condition on the rows whose events partition is one of `months` (YYYYMM numbers). */
+export function inEventMonths(months: readonly number[]): string {
+  if (!months.every(Number.isInteger)) throw new Error("event months are YYYYMM integers");
+  return `${EVENT_MONTH} IN (${months.join(", ")})`;
+}
+
+/**
+ * The most partitions one INSERT block may touch (current ClickHouse: the setting
+ * `max_partitions_per_insert_block`, default 100; an insert over it is refused with code 252).
+ * 18.16 has no such setting and took 300 in one insert (measured); the same bound keeps the
+ * parts one insert makes there bounded too.
+ */
+export const DEFAULT_PARTITIONS_PER_INSERT = 100;
+
+/** The server's `max_partitions_per_insert_block` (column `value`; no row on 18.16). */
+export const PARTITIONS_PER_INSERT_QUERY = "SELECT value FROM system.settings WHERE name = 'max_partitions_per_insert_block'";
+
+/**
+ * The most partitions an insert of ours may touch, given the server's answer to
+ * PARTITIONS_PER_INSERT_QUERY: its limit, never more than DEFAULT_PARTITIONS_PER_INSERT; the
+ * default when it has none (no row on 18.16, 0 on current ClickHouse).
+ */
+export function partitionsPerInsert(serverValue: string | undefined): number {
+  const limit = Number(serverValue);
+  if (serverValue === undefined || !Number.isInteger(limit) || limit <= 0) return DEFAULT_PARTITIONS_PER_INSERT;
+  return Math.min(limit, DEFAULT_PARTITIONS_PER_INSERT);
+}
+
 /**
  * `ALTER TABLE ... ADD COLUMN` for the columns a table made by an older release lacks, given the
  * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`); on a cluster, to `<table>_local` and

@@ -13,18 +13,25 @@ import { tags } from "typia";
 export type JsonObject = Record<string, unknown>;
 
 /**
- * A time every supported ClickHouse can store: 1970-01-01 up to 2106-02-07 (DateTime is UInt32
- * seconds; 18.16 silently wraps values outside, so they are refused here instead).
+ * A time every supported ClickHouse stores as sent: from 1970-01-01T00:00:00Z up to, not
+ * including, 2106-01-01T00:00:00Z (STORABLE_TIME_END_MS). 18.16's DateTime is UInt32 seconds,
+ * but its date tables end with 2105: it stores 2106-01-15 as 1970-01-01 and gives it the day
+ * 0000-00-00 (measured). Current ClickHouse stores more (DateTime64 1900-2299, Date 1970-2149):
+ * the common range is the rule, so a message lands the same on either. A message with a time
+ * outside is refused and kept in rejected_messages (docs/API.md, Timestamps).
  */
-export type From1970To2106 = tags.TagBase<{
+export type StorableTime = tags.TagBase<{
   kind: "storable";
   target: "string";
   value: undefined;
-  validate: `0 <= Date.parse($input) && Date.parse($input) < 4294967296000`;
+  validate: `0 <= Date.parse($input) && Date.parse($input) < 4291747200000`;
 }>;
 
+/** End of the storable range, ms since the epoch (2106-01-01T00:00:00Z, excluded); StorableTime's bound. */
+export const STORABLE_TIME_END_MS = 4_291_747_200_000;
+
 /** RFC 3339 date-time with offset, e.g. `2026-01-02T03:04:05.678Z`, within the storable range. */
-export type IsoDateTime = string & tags.Format<"date-time"> & From1970To2106;
+export type IsoDateTime = string & tags.Format<"date-time"> & StorableTime;
 
 /** Non-empty identifier (messageId, userId, ...). 200 chars max keeps keys index-friendly. */
 export type Id = string & tags.MinLength<1> & tags.MaxLength<200>;

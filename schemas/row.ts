@@ -149,6 +149,13 @@ export interface RowStamp {
   timestamp: string;
   /** The stored context (batch context merged, ip filled); absent = '{}'. */
   context: object | null | undefined;
+  /**
+   * The client's time (`timestamp`, or RudderStack's `originalTimestamp`) did not place the
+   * event (outside the ingest's window): its field is kept in `extra` as sent.
+   */
+  clientTimeInExtra?: boolean;
+  /** The batch body's other fields (`integrations`, ...), kept in each item's `extra`; absent: none. */
+  batchFields?: Readonly<Record<string, unknown>>;
 }
 
 /** The row of a format-1 envelope (the sink's path for records of an earlier ingest). Pure. */
@@ -167,7 +174,7 @@ export function toRow(envelope: Envelope): EventRow {
 /**
  * The row of a message and its stamp; fields a type lacks are '' and absent objects '{}'. Pure;
  * reads `message` without copying it. Fields with a column of their own, the stamp's and
- * `writeKey` are left out of `extra`. `workspace_id` stays the first key (ROW_VALUE_PREFIX): the
+ * `writeKey` are left out of `extra`; every other field the client sent is kept there. `workspace_id` stays the first key (ROW_VALUE_PREFIX): the
  * ingest writes `JSON.stringify` of this row as the record value.
  */
 export function messageRow(m: Message, stamp: RowStamp): EventRow {
@@ -189,12 +196,12 @@ export function messageRow(m: Message, stamp: RowStamp): EventRow {
     properties: jsonText("properties" in m ? m.properties : undefined),
     traits: jsonText("traits" in m ? m.traits : undefined),
     context: jsonText(stamp.context),
-    extra: extraText(m),
+    extra: extraText(m, stamp.clientTimeInExtra === true, stamp.batchFields),
   };
 }
 
-/** Message fields that have a column of their own (or are the envelope's). */
-const MAPPED = new Set([
+/** Fields with a column of their own in every type (or the envelope's), never copied to `extra`. */
+const MAPPED_ALWAYS = new Set([
   "type",
   "messageId",
   "userId",
@@ -203,24 +210,59 @@ const MAPPED = new Set([
   "sentAt",
   "originalTimestamp",
   "context",
-  "event",
-  "name",
-  "category",
-  "groupId",
-  "previousId",
   "properties",
   "traits",
   "writeKey",
 ]);
 
-/** Every other top-level field (integrations, channel, _metadata, ...) as JSON text, '{}' when none. */
-function extraText(message: Message): string {
+/**
+ * Fields with a column only in some types: `event` is track's, `name` and `category` page's and
+ * screen's, `groupId` group's, `previousId` alias's. Sent with another type (a track's `name`, an
+ * identify's `event`), they are kept in `extra` like any field without a column.
+ */
+const MAPPED_BY_TYPE: Readonly<Record<string, ReadonlySet<string>>> = {
+  identify: new Set(),
+  track: new Set(["event"]),
+  page: new Set(["name", "category"]),
+  screen: new Set(["name", "category"]),
+  group: new Set(["groupId"]),
+  alias: new Set(["previousId"]),
+};
+
+/**
+ * Every field without a column in the message's type (integrations, channel, _metadata, a track's
+ * `name`, a client time that did not place the event, ...) as JSON text, '{}' when none. `batchFields` are the batch body's own fields other
+ * than batch, context, sentAt and writeKey (its `integrations`, ...): each applies to the item
+ * unless the item has it, and where both are objects they merge one level deep, the item's keys
+ * winning (as context does, Dittofeed/Segment).
+ */
+function extraText(message: Message, clientTimeInExtra: boolean, batchFields?: Readonly<Record<string, unknown>>): string {
+  const byType = MAPPED_BY_TYPE[message.type];
   let extra: Record<string, unknown> | undefined;
+  const fields = message as unknown as Record<string, unknown>;
   for (const key in message) {
-    if (MAPPED.has(key)) continue;
-    (extra ??= Object.create(null) as Record<string, unknown>)[key] = (message as unknown as Record<string, unknown>)[key]; // no prototype: "__proto__" stays data
+    // RudderStack's originalTimestamp has its column only when the message has no timestamp.
+    const mapped =
+      key === "originalTimestamp"
+        ? fields.timestamp == null && !clientTimeInExtra
+        : key === "timestamp"
+          ? !clientTimeInExtra
+          : MAPPED_ALWAYS.has(key) || byType?.has(key) === true;
+    if (mapped) continue;
+    (extra ??= Object.create(null) as Record<string, unknown>)[key] = fields[key]; // no prototype: "__proto__" stays data
   }
+  if (batchFields !== undefined)
+    for (const key in batchFields) {
+      const batchValue = batchFields[key];
+      extra ??= Object.create(null) as Record<string, unknown>;
+      if (!Object.hasOwn(extra, key)) extra[key] = batchValue;
+      else if (isPlainObject(extra[key]) && isPlainObject(batchValue)) extra[key] = { ...batchValue, ...extra[key] };
+    }
   return extra === undefined ? "{}" : JSON.stringify(extra);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 function jsonText(value: object | null | undefined): string {

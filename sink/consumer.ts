@@ -8,7 +8,7 @@
  */
 import type { Consumer, ConsumerRunConfig, EachBatchPayload } from "kafkajs";
 import type { Logger } from "pino";
-import { PartitionBatches, type DeadLetter, type PartitionBatch } from "./batch";
+import { PartitionBatches, type BatchItem, type DeadLetter, type PartitionBatch } from "./batch";
 import type { DecodeResult } from "./decode";
 import { Flusher, type CommitOffset } from "./flush";
 import type { SinkMetrics } from "./metrics";
@@ -26,6 +26,8 @@ export interface LoopDeps<Row> {
    */
   drops?: (row: Row) => boolean;
   insert: InsertRows<Row>;
+  /** The flush's items in groups, one INSERT each (sink/partitions.ts); absent: one INSERT. */
+  chunk?: (items: BatchItem<Row>[]) => BatchItem<Row>[][];
   probe: ProbeInsert;
   sendDeadLetters: (letters: DeadLetter[]) => Promise<void>;
   /** Flush triggers: records held, bytes of record values held, age of the oldest, ms. */
@@ -70,6 +72,7 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
   const flusher = new Flusher<Row>({
     topic,
     insert: deps.insert,
+    ...(deps.chunk ? { chunk: deps.chunk } : {}),
     probe: deps.probe,
     sendDeadLetters: deps.sendDeadLetters,
     commit: (offsets: CommitOffset[]) => consumer.commitOffsets(offsets),

@@ -1,6 +1,6 @@
 /**
- * The write-then-commit step of one flush: insert every partition's rows (refused rows narrowed
- * to dead letters), send the dead letters to the DLQ, then commit each partition's last offset
+ * The write-then-commit step of one flush: insert every partition's rows, in one INSERT or in
+ * the groups `chunk` makes (refused rows narrowed to dead letters), send the dead letters to the DLQ, then commit each partition's last offset
  * + 1. A failed insert or DLQ send is retried until the sink stops (then it throws and commits
  * nothing); a failed commit only means the rows are read again and collapse under FINAL.
  *
@@ -16,7 +16,7 @@
  * | either    | retries aborted (stop)     | throw; this flusher is abandoned         |
  * | commit    | anything                   | log; rows replayed later, deduplicated   |
  */
-import type { DeadLetter, PartitionBatch } from "./batch";
+import type { BatchItem, DeadLetter, PartitionBatch } from "./batch";
 import { insertOrBisect, type InsertRows, type ProbeInsert } from "./writer";
 
 /** One partition's commit: the offset of the next record to read. */
@@ -39,6 +39,8 @@ export interface FlushResult {
 export interface FlushDeps<Row> {
   topic: string;
   insert: InsertRows<Row>;
+  /** The flush's items in groups, one INSERT each (sink/partitions.ts); absent: one INSERT. */
+  chunk?: (items: BatchItem<Row>[]) => BatchItem<Row>[][];
   probe: ProbeInsert;
   sendDeadLetters: (letters: DeadLetter[]) => Promise<void>;
   commit: (offsets: CommitOffset[]) => Promise<void>;
@@ -77,7 +79,10 @@ export class Flusher<Row> {
     let refused: DeadLetter[];
     let letters: DeadLetter[];
     try {
-      refused = await deps.retry("insert", () => insertOrBisect(deps.insert, items, deps.probe));
+      refused = [];
+      // Each group is retried alone: a group ClickHouse acknowledged is not inserted again.
+      for (const group of deps.chunk ? deps.chunk(items) : [items])
+        refused.push(...(await deps.retry("insert", () => insertOrBisect(deps.insert, group, deps.probe))));
       letters = [...open.flatMap((b) => b.deadLetters), ...refused];
       if (letters.length > 0) await deps.retry("DLQ send", () => deps.sendDeadLetters(letters));
     } catch (error) {

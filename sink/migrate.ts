@@ -19,6 +19,10 @@ import {
   addColumnsDdl,
   columnsQuery,
   copyEventsSql,
+  eventMonthsQuery,
+  inEventMonths,
+  PARTITIONS_PER_INSERT_QUERY,
+  partitionsPerInsert,
   dialectFor,
   dropPartitionDdl,
   eventsTableDdl,
@@ -156,8 +160,7 @@ async function moveToTimeOrdered(
     // a user without the SYSTEM grant copies merged parts twice instead, which FINAL collapses.
     await sql.command(`SYSTEM STOP MERGES ${q(table)}`).catch(() => undefined);
     partsBefore = await activeParts(sql, database, table);
-    if (partsBefore.length > 0)
-      await sql.command(copyEventsSql(database, table, copy, `_part IN (${partsBefore.map(quoteString).join(", ")})`));
+    if (partsBefore.length > 0) await copyEvents(sql, database, table, copy, `_part IN (${partsBefore.map(quoteString).join(", ")})`);
     await sql.command(`RENAME TABLE ${q(table)} TO ${q(old)}, ${q(copy)} TO ${q(table)}`);
   } else if (now === "absent" && withOld === "unpartitioned") {
     // a crash between the two renames (or after them, with the new table dropped by hand)
@@ -168,10 +171,31 @@ async function moveToTimeOrdered(
   }
   // `table` is time-ordered and `old` holds the unpartitioned rows: copy what the first copy missed.
   const missed = partsBefore === undefined ? undefined : `_part NOT IN (${["''", ...partsBefore.map(quoteString)].join(", ")})`;
-  await sql.command(copyEventsSql(database, old, table, missed));
+  await copyEvents(sql, database, old, table, missed);
   await recordStep(sql, database, LAYOUT_STEP);
   const [count] = await sql.rows<{ n: string }>(`SELECT count() AS n FROM ${q(old)}`);
   return { rows: Number(count?.n ?? 0), keptAs: `${database}.${old}` };
+}
+
+/**
+ * Copies the rows of `from` matching `where` into `to` (copyEventsSql), at most as many
+ * partitions (months) per INSERT as the server allows (partitionsPerInsert): current ClickHouse
+ * refuses an insert block over `max_partitions_per_insert_block`, and a table may hold rows of
+ * any month a client sent. Throws on ClickHouse errors.
+ */
+export async function copyEvents(sql: Sql, database: string, from: string, to: string, where?: string): Promise<void> {
+  const limit = await serverPartitionsPerInsert(sql);
+  const months = (await sql.rows<{ month: number | string }>(eventMonthsQuery(database, from, where))).map((r) => Number(r.month));
+  for (let at = 0; at < months.length; at += limit) {
+    const chunk = inEventMonths(months.slice(at, at + limit));
+    await sql.command(copyEventsSql(database, from, to, where === undefined ? chunk : `(${where}) AND ${chunk}`));
+  }
+}
+
+/** The most partitions one of our inserts may touch on this server (schemas/clickhouse.ts partitionsPerInsert). */
+export async function serverPartitionsPerInsert(sql: Sql): Promise<number> {
+  const [row] = await sql.rows<{ value: string }>(PARTITIONS_PER_INSERT_QUERY);
+  return partitionsPerInsert(row?.value);
 }
 
 /**

@@ -26,7 +26,8 @@ import { withCrashHook } from "./crash";
 import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
-import { clientSql, dropExpiredPartitions } from "./migrate";
+import { clientSql, dropExpiredPartitions, serverPartitionsPerInsert } from "./migrate";
+import { eventLineMonth, partitionChunks } from "./partitions";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
 import { KeyPartitioner } from "../schemas/kafka-partitioner";
 
@@ -84,6 +85,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     if (missing.length > 0)
       throw new Error(`${ch.database}.${table} lacks column(s) ${missing.join(", ")}: run npm run setup (the migration) first`);
   }
+  const maxPartitions = await serverPartitionsPerInsert(clientSql(client));
   await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
   // Users deleted or suppressed: read whole before the first fetch, then followed.
   const privacy = new PrivacyList();
@@ -117,6 +119,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
         return ids !== undefined && privacy.drops(ids.workspaceId, ids.userId, ids.anonymousId, () => rowReceivedAt(line));
       },
       insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS), config.crashAt),
+      chunk: (items) => partitionChunks(items, eventLineMonth, maxPartitions),
       probe: clickhouseProbe(client, eventsTable),
       sendDeadLetters: deadLettersOf(config.kafka.topic),
     }),

@@ -108,6 +108,9 @@ const INFRA_ERROR_CODES = new Set([
   439, 497, 516, 999, 1000, 1001,
 ]);
 
+/** Current ClickHouse's text for an insert block over `max_partitions_per_insert_block` (code 252). */
+const TOO_MANY_PARTITIONS = /Too many partitions for single INSERT block/i;
+
 /** How an insert failure is handled. */
 export type InsertFailure = "infra" | "data" | "unknown";
 
@@ -123,11 +126,15 @@ export function clickhouseCode(error: unknown): number | undefined {
 
 /**
  * Sorts an insert failure: `infra` (no ClickHouse answer - refused connection, reset, timeout -
- * or an infrastructure code) is retried as a whole; `data` (a known data code) and `unknown`
- * (any other code) are narrowed to the rows that cause them.
+ * or an infrastructure code) is retried as a whole; `data` (a known data code, or an insert over
+ * the partitions an INSERT may touch) and `unknown` (any other code) are narrowed to the rows
+ * that cause them.
  */
 export function classifyInsertError(error: unknown): InsertFailure {
   const code = clickhouseCode(error);
+  // 252 is also "too many parts" (merges behind: infrastructure); over max_partitions_per_insert_block
+  // the rows themselves span too many months, and a smaller slice of them is accepted.
+  if (code === 252 && TOO_MANY_PARTITIONS.test(String((error as Error).message ?? ""))) return "data";
   if (code === undefined || INFRA_ERROR_CODES.has(code)) return "infra";
   return DATA_ERROR_CODES.has(code) ? "data" : "unknown";
 }

@@ -57,6 +57,30 @@ test("every partition commits its last offset + 1, after the insert", async () =
   assert.ok(result.committed);
 });
 
+test("with chunk, each group is one insert retried alone; a group acknowledged is not sent again; commit after the last", async () => {
+  const { log, commits, deps } = fakes();
+  let failures = 1;
+  deps.chunk = (items) => [items.slice(0, 2), items.slice(2)];
+  deps.insert = async (rows) => {
+    const ids = rows.map((r) => r.message_id).join(",");
+    if (ids === "c" && failures-- > 0) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+    log.push(`insert ${ids}`);
+  };
+  deps.retry = async (_what, fn) => {
+    for (;;) {
+      try {
+        return await fn();
+      } catch {
+        log.push("retry");
+      }
+    }
+  };
+  const result = await new Flusher(deps).write([batch(0, ["a", "b"], 11), batch(3, ["c"], 40)]);
+  assert.equal(log, ["insert a,b", "retry", "insert c", "commit"]);
+  assert.is(commits.length, 1);
+  assert.is(result.inserted, 3);
+});
+
 test("insert refused (infrastructure) -> no commit", async () => {
   const { log, commits, deps } = fakes({
     insert: async () => {

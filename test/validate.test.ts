@@ -106,11 +106,19 @@ test("messageId is required on every route", () => {
 });
 
 test("times outside what ClickHouse can store are refused by name", () => {
-  for (const timestamp of ["0000-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "2106-02-08T00:00:00Z"]) {
+  // 2106-01-15 is within DateTime's UInt32 seconds, but 18.16 stores it as 1970-01-01 (its date tables end with 2105).
+  for (const timestamp of [
+    "0000-01-01T00:00:00Z",
+    "1969-12-31T23:59:59Z",
+    "2106-01-01T00:00:00Z",
+    "2106-01-15T12:00:00.000Z",
+    "2106-02-08T00:00:00Z",
+  ]) {
     const result = validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp });
     assert.equal(result.ok ? [] : result.issues.map((i) => i.path), ["timestamp"], timestamp);
   }
-  assert.ok(validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp: "2105-12-31T00:00:00Z" }).ok);
+  assert.ok(validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp: "2105-12-31T23:59:59.999Z" }).ok);
+  assert.ok(validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp: "1970-01-01T00:00:00Z" }).ok);
 });
 
 test("JSON depth counts brackets outside strings only", () => {

@@ -29,6 +29,18 @@ test("failures are sorted: no answer or an infrastructure code is infra, other c
   assert.is(classifyInsertError(new Error("Timeout error.")), "infra");
   assert.is(classifyInsertError(Object.assign(new Error("Table default.events doesn't exist"), { code: "60" })), "infra");
   assert.is(classifyInsertError(new Error("Code: 252, e.displayText() = DB::Exception: Too many parts")), "infra");
+  // The same code over max_partitions_per_insert_block (current ClickHouse's text): a smaller slice is accepted.
+  assert.is(
+    classifyInsertError(
+      Object.assign(
+        new Error(
+          "Too many partitions for single INSERT block (more than 100). The limit is controlled by 'max_partitions_per_insert_block' setting.",
+        ),
+        { code: "252" },
+      ),
+    ),
+    "data",
+  );
   assert.is(classifyInsertError(new Error("Code: 279, e.displayText() = DB::NetException: All connection tries failed. Log:")), "infra");
   assert.is(classifyInsertError(new Error("Code: 25, e.displayText() = DB::Exception: missing second part of surrogate pair")), "data");
   assert.is(classifyInsertError(Object.assign(new Error("something new"), { code: "4242" })), "unknown");
