@@ -17,7 +17,10 @@ import { rowStringField } from "./row";
 export interface PrivacyEntry {
   workspaceId: string;
   userId: string;
-  /** The userId and the ids linked to it when the request ran. */
+  /**
+   * The userId and the ids linked to it when the request ran (anonymousIds, previousIds): a
+   * linked id matches only messages and rows without a userId (PrivacyList).
+   */
   ids: string[];
   /** Later messages of these ids are accepted and not stored. */
   suppressed: boolean;
@@ -52,26 +55,38 @@ export function parseEntry(value: Buffer | string | null): PrivacyEntry | undefi
  * The entries read so far, by user and by id (an id may be in several users' entries: a shared
  * device's anonymousId). `drops` is the one question the ingest and the sink ask per message;
  * it costs a map lookup while no user is listed for the id.
+ *
+ * The identity rules (docs/API.md, Identity and deletion): a message with a userId belongs to
+ * that userId only, so it is matched against entries of that user, never against the ids linked
+ * to another user (any writeKey holder can send `identify {userId: mallory, anonymousId: alice}`
+ * and so link alice's userId to mallory). A message without a userId is matched by its
+ * anonymousId against every entry's ids (the user's own userId and the ids linked to them).
  */
 export class PrivacyList {
   private readonly byKey = new Map<string, PrivacyEntry>();
+  /** Entries by workspace and userId (a message with a userId is matched here only). */
+  private readonly byUser = new Map<string, PrivacyEntry>();
+  /** Entries by workspace and each of their ids (a message without a userId is matched here). */
   private readonly byId = new Map<string, Set<PrivacyEntry>>();
 
   /** Applies one topic record (`entry` undefined: the user's entry is removed). */
   apply(key: string, entry: PrivacyEntry | undefined): void {
     const old = this.byKey.get(key);
-    if (old)
+    if (old) {
+      this.byUser.delete(idKey(old.workspaceId, old.userId));
       for (const id of old.ids) {
         const entries = this.byId.get(idKey(old.workspaceId, id));
         entries?.delete(old);
         if (entries?.size === 0) this.byId.delete(idKey(old.workspaceId, id));
       }
+    }
     if (entry === undefined) {
       this.byKey.delete(key);
       return;
     }
     this.byKey.set(key, entry);
-    for (const id of entry.ids) {
+    this.byUser.set(idKey(entry.workspaceId, entry.userId), entry);
+    for (const id of new Set([entry.userId, ...entry.ids])) {
       const k = idKey(entry.workspaceId, id);
       this.byId.set(k, (this.byId.get(k) ?? new Set()).add(entry));
     }
@@ -88,18 +103,20 @@ export class PrivacyList {
   }
 
   /**
-   * Whether a message must not be stored. It is matched by its userId, or by its anonymousId
-   * only when it has no userId (a shared device's anonymousId on another user's identified
-   * message is theirs). It is dropped when an entry of that id is suppressed since before it
-   * was received, or was deleted at or after it was received. `receivedAt` is ms since the epoch,
-   * or a function reading it (called only for a listed id); the ingest gives Infinity, so only
-   * suppression applies to new messages.
+   * Whether a message must not be stored. With a userId it is matched only against that user's
+   * entry; without one, by its anonymousId against every entry naming it (see the class). It is
+   * dropped when a matching entry is suppressed since before it was received, or was deleted at
+   * or after it was received. `receivedAt` is ms since the epoch, or a function reading it
+   * (called only for a listed id); the ingest gives Infinity, so only suppression applies to new
+   * messages.
    */
   drops(workspaceId: string, userId: string | undefined, anonymousId: string | undefined, receivedAt: number | (() => number)): boolean {
-    if (this.byId.size === 0) return false;
-    const id = userId !== undefined && userId !== "" ? userId : anonymousId;
-    if (id === undefined || id === "") return false;
-    const entries = this.byId.get(idKey(workspaceId, id));
+    if (this.byKey.size === 0) return false;
+    let entries: Iterable<PrivacyEntry> | undefined;
+    if (userId !== undefined && userId !== "") {
+      const entry = this.byUser.get(idKey(workspaceId, userId));
+      entries = entry === undefined ? undefined : [entry];
+    } else if (anonymousId !== undefined && anonymousId !== "") entries = this.byId.get(idKey(workspaceId, anonymousId));
     if (entries === undefined) return false;
     const at = typeof receivedAt === "number" ? receivedAt : receivedAt();
     for (const e of entries) {
@@ -168,32 +185,46 @@ export interface DeletionTarget {
   mutation: string;
 }
 
+/** Linked ids per deletion statement: each statement stays far below max_query_size (262,144 bytes by default) for ids of up to 200 characters. */
+export const IDS_PER_DELETION = 200;
+
 /**
- * What `users delete` removes: the events received up to `before` (seconds since the epoch,
- * rounded up: 18.16 keeps received_at in seconds) whose userId is one of the ids, or that have no
- * userId and an anonymousId among them (another user's identified events on a shared device
- * stay); the user's `users` rows and `identities` rows; refused items naming an id as userId,
- * anonymousId or previousId (their raw JSON). Events received after the request stay unless the
- * user is suppressed.
+ * What `users delete` removes, by the identity rules (docs/API.md): events received up to
+ * `before` (seconds since the epoch, rounded up: 18.16 keeps received_at in seconds) whose userId
+ * is the user's, or that have no userId and an anonymousId that is the userId or one of the
+ * linked ids (never another user's identified rows, whatever ids were linked); the user's `users`
+ * and `identities` rows (by userId only); refused items naming the userId as userId, or without
+ * a userId naming an id as anonymousId or previousId (their raw JSON). The linked ids are spread
+ * over statements of at most IDS_PER_DELETION each, so any number of them can be deleted.
+ * Events received after the request stay unless the user is suppressed.
  */
 export function deletionTargets(
   database: string,
   table: string,
   workspaceId: string,
-  ids: readonly string[],
+  userId: string,
+  linkedIds: readonly string[],
   before: number,
 ): DeletionTarget[] {
   const w = `workspace_id = ${quoteString(workspaceId)}`;
-  const list = `(${ids.map(quoteString).join(", ")})`;
-  const named = (key: string) => ids.map((id) => `position(raw, ${quoteString(`"${key}":${JSON.stringify(id)}`)}) > 0`);
+  const u = quoteString(userId);
+  const anonymous = [userId, ...linkedIds.filter((id) => id !== userId)];
+  const chunks: string[][] = [];
+  for (let at = 0; at < anonymous.length; at += IDS_PER_DELETION) chunks.push(anonymous.slice(at, at + IDS_PER_DELETION));
+  const received = `received_at <= toDateTime(${Math.ceil(before)})`;
+  const named = (key: string, id: string) => `position(raw, ${quoteString(`"${key}":${JSON.stringify(id)}`)}) > 0`;
+  const withoutUserId = `position(raw, '"userId":"') = 0`;
   const targets: [string, string][] = [
-    [
-      table,
-      `${w} AND (user_id IN ${list} OR (user_id = '' AND anonymous_id IN ${list})) AND received_at <= toDateTime(${Math.ceil(before)})`,
-    ],
-    [USERS_TABLE, `${w} AND user_id IN ${list}`],
-    [IDENTITIES_TABLE, `${w} AND user_id IN ${list}`],
-    [REJECTED_TABLE, `${w} AND (${[...named("userId"), ...named("anonymousId"), ...named("previousId")].join(" OR ")})`],
+    ...chunks.map((ids, i): [string, string] => {
+      const list = `(${ids.map(quoteString).join(", ")})`;
+      return [table, `${w} AND (${i === 0 ? `user_id = ${u} OR ` : ""}(user_id = '' AND anonymous_id IN ${list})) AND ${received}`];
+    }),
+    [USERS_TABLE, `${w} AND user_id = ${u}`],
+    [IDENTITIES_TABLE, `${w} AND user_id = ${u}`],
+    ...chunks.map((ids, i): [string, string] => {
+      const anonymousMatch = ids.flatMap((id) => [named("anonymousId", id), named("previousId", id)]).join(" OR ");
+      return [REJECTED_TABLE, `${w} AND (${i === 0 ? `${named("userId", userId)} OR ` : ""}(${withoutUserId} AND (${anonymousMatch})))`];
+    }),
   ];
   return targets.map(([name, where]) => ({
     table: name,

@@ -85,17 +85,32 @@ export async function runPrivacyRequest(
   const removed: PrivacyReport["removed"] = [];
   let sinkCaughtUp = true;
   if (request.action === "delete") {
-    const targets = deletionTargets(database, table, workspaceId, ids, started / 1000);
+    const targets = deletionTargets(database, table, workspaceId, userId, ids, started / 1000);
     for (const target of targets)
       removed.push({ table: target.table, rows: await deleteRows(sql, database, target, timing.mutationWaitMs) });
     // A sink that fetched the user's records before it read the entry may store them after the
     // mutation began: once it passed the offsets of the request, delete again what it stored.
     sinkCaughtUp = await sinkPassed(kafka, config, ends, timing.sinkWaitMs);
-    if (!sinkCaughtUp) log.warn("the sink has not passed the request's offsets; it drops the user's records when it reads them");
     for (const [i, target] of targets.entries()) removed[i]!.rows += await deleteRows(sql, database, target, timing.mutationWaitMs);
   }
   await sql.command(auditInsert(database, requestId, request, started, ids, removed));
+  // A sink holding the user's records in an open batch may store them after the second pass.
+  if (!sinkCaughtUp) throw new DeletionIncompleteError(timing.sinkWaitMs);
   return { requestId, ids, removed, sinkCaughtUp, seconds: (Date.now() - started) / 1000 };
+}
+
+/**
+ * A deletion whose second pass ran before the sink passed the request's offsets: rows the sink
+ * stores later are not deleted. Retriable: running the request again deletes them.
+ */
+export class DeletionIncompleteError extends Error {
+  readonly retriable = true;
+  constructor(waitMs: number) {
+    super(
+      `deletion incomplete: the sink did not pass the request's offsets within ${waitMs} ms, so it may still store the user's records it holds; the rows found so far are deleted and audited: run the request again once the sink has caught up`,
+    );
+    this.name = "DeletionIncompleteError";
+  }
 }
 
 /** End offsets per topic and partition. */
@@ -126,7 +141,12 @@ async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): 
   }
 }
 
-/** Whether the sink's groups committed at least `ends` on every partition within `waitMs`. */
+/**
+ * Whether the sink's groups committed at least `ends` on every partition within `waitMs`, or
+ * have no running member: a sink that starts later reads the suppressions topic whole before its
+ * first fetch, so it drops the user's records itself. False only while a running sink is behind
+ * (it may hold the user's records in an open batch).
+ */
 async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs: number): Promise<boolean> {
   const groups = new Map([
     [config.kafka.topic, config.groupId],
@@ -144,6 +164,8 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs:
         for (const [partition, end] of partitions) if (end > 0 && (committed.get(partition) ?? -1) < end) passed = false;
       }
       if (passed) return true;
+      const { groups: described } = await admin.describeGroups([...groups.values()]);
+      if (described.every((g) => g.members.length === 0)) return true;
       if (Date.now() > deadline) return false;
       await new Promise((r) => setTimeout(r, 500));
     }

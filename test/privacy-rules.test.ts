@@ -9,6 +9,7 @@ import { messageRow } from "../schemas/row";
 import type { Message } from "../schemas/messages";
 import {
   deletionTargets,
+  IDS_PER_DELETION,
   entryKey,
   linkedIdsQuery,
   parseEntry,
@@ -99,22 +100,60 @@ test("rowIds reads workspace_id, user_id and anonymous_id of the row the ingest 
   assert.ok(Number.isNaN(rowReceivedAt(Buffer.from('{"version":1}'))));
 });
 
-test("deletionTargets: events up to the request by userId or, without one, anonymousId; users, identities, refused items naming an id", () => {
-  const targets = deletionTargets("db", "events", "w", ["u", "a'1"], 1_700_000_000.2);
+test("deletionTargets: events up to the request by userId or, without one, by the userId or a linked id as anonymousId; users and identities by userId only", () => {
+  const targets = deletionTargets("db", "events", "w", "u", ["u", "a'1"], 1_700_000_000.2);
   assert.equal(
     targets.map((t) => t.table),
     ["events", "users", "identities", "rejected_messages"],
   );
-  const [events, users, , rejected] = targets;
+  const [events, users, identities, rejected] = targets;
   assert.is(
     events!.where,
-    "workspace_id = 'w' AND (user_id IN ('u', 'a\\'1') OR (user_id = '' AND anonymous_id IN ('u', 'a\\'1'))) AND received_at <= toDateTime(1700000001)",
+    "workspace_id = 'w' AND (user_id = 'u' OR (user_id = '' AND anonymous_id IN ('u', 'a\\'1'))) AND received_at <= toDateTime(1700000001)",
   );
   assert.is(events!.mutation, `ALTER TABLE \`db\`.\`events\` DELETE WHERE ${events!.where}`);
-  assert.is(users!.count, "SELECT count() AS n FROM `db`.`users` WHERE workspace_id = 'w' AND user_id IN ('u', 'a\\'1')");
-  assert.match(rejected!.where, `position(raw, '"userId":"u"') > 0`);
+  assert.is(users!.count, "SELECT count() AS n FROM `db`.`users` WHERE workspace_id = 'w' AND user_id = 'u'");
+  assert.is(identities!.where, "workspace_id = 'w' AND user_id = 'u'");
+  assert.match(rejected!.where, `position(raw, '"userId":"u"') > 0 OR (position(raw, '"userId":"') = 0 AND (`);
   assert.match(rejected!.where, `position(raw, '"anonymousId":"a\\'1"') > 0`);
+  assert.not.match(rejected!.where, `'"userId":"a\\'1"'`, "a linked id never matches a refused item's userId");
   assert.match(linkedIdsQuery("db", "events", "w", "u"), /FROM `db`\.`identities` WHERE workspace_id = 'w' AND user_id = 'u'/);
+});
+
+test("hostile link: mallory's identify names alice's userId as its anonymousId; deleting or suppressing mallory never matches alice", () => {
+  // What linkedIdsQuery finds for mallory after `identify {userId: "mallory", anonymousId: "alice"}`.
+  const linked = ["alice"];
+  const [events, users, identities, rejected] = deletionTargets("db", "events", "w", "mallory", linked, 1_700_000_000);
+  assert.not.match(events!.where, /user_id IN/);
+  assert.match(events!.where, "user_id = 'mallory' OR (user_id = '' AND anonymous_id IN ('mallory', 'alice'))");
+  assert.not.match(users!.where, /alice/);
+  assert.not.match(identities!.where, /alice/);
+  assert.not.match(rejected!.where, `'"userId":"alice"'`);
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "mallory"), entry({ userId: "mallory", ids: ["mallory", "alice"], suppressed: true, deletedBefore: 1_000 }));
+  assert.not.ok(list.drops("w", "alice", undefined, 500), "alice's identified message, covered by the deletion's time");
+  assert.not.ok(list.drops("w", "alice", "alice-device", Number.POSITIVE_INFINITY), "alice's new messages are not suppressed");
+  assert.ok(list.drops("w", "mallory", undefined, Number.POSITIVE_INFINITY));
+  assert.ok(list.drops("w", undefined, "alice", Number.POSITIVE_INFINITY), "an anonymous message naming the linked id: mallory's link");
+  // Entries written by earlier releases list a previousId that is another user's userId: same rule.
+  list.apply(entryKey("w", "bob"), entry({ userId: "bob", ids: ["bob", "carol"], suppressed: true }));
+  assert.not.ok(list.drops("w", "carol", undefined, Number.POSITIVE_INFINITY));
+});
+
+test("a deletion of any number of linked ids: statements of at most IDS_PER_DELETION ids, each far below max_query_size", () => {
+  const linked = [...Array(1_150).keys()].map((i) => `linked-${"x".repeat(180)}-${i}`);
+  const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
+  const events = targets.filter((t) => t.table === "events");
+  const rejected = targets.filter((t) => t.table === "rejected_messages");
+  assert.is(events.length, Math.ceil(1_151 / IDS_PER_DELETION));
+  assert.is(rejected.length, events.length);
+  for (const id of linked)
+    assert.ok(
+      events.some((t) => t.where.includes(`'${id}'`)),
+      id,
+    );
+  for (const t of targets) assert.ok(Buffer.byteLength(t.mutation) < 262_144 / 2, `${t.table}: ${Buffer.byteLength(t.mutation)} bytes`);
+  assert.is(events.filter((t) => t.where.includes("user_id = 'u' OR")).length, 1);
 });
 
 test.run();

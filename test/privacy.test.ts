@@ -4,7 +4,9 @@
  * are dropped when it resumes); other users' rows are untouched (count and checksum); a
  * suppressed user's new events, by userId or by a linked anonymousId, are answered 2xx by two
  * ingest processes and stored by none; unsuppress stores them again; each request leaves an
- * audit row.
+ * audit row. Hostile links (issue 23): an identify naming another user's userId as its
+ * anonymousId never makes that user's rows match; a deletion a running sink may still undo
+ * exits non-zero.
  */
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
@@ -180,5 +182,59 @@ privacy(
     }
   },
 );
+
+privacy(
+  "hostile link: mallory's identify names alice's userId as its anonymousId; deleting and suppressing mallory leave alice whole",
+  async () => {
+    const suffix = id().slice(0, 8);
+    const [alice, aliceDevice, mallory] = [`alice-${suffix}`, `alice-dev-${suffix}`, `mallory-${suffix}`];
+    await send(stack.base, journey(alice, aliceDevice, 2));
+    await send(stack.base, [
+      { type: "identify", userId: mallory, anonymousId: alice, messageId: id() },
+      { type: "track", event: "Planted", userId: mallory, messageId: id() },
+    ]);
+    await stack.marker();
+    await caughtUp();
+    const aliceRows = async () => [
+      await count("events", `user_id = '${alice}'`),
+      await count("users", `user_id = '${alice}'`),
+      await count("identities", `user_id = '${alice}'`),
+    ];
+    const before = await aliceRows();
+    assert.equal(before.slice(0, 1), [3], "alice's identify and 2 tracks");
+    await cli("users", "delete", WS, mallory, "--suppress", "--by", "test-operator");
+    assert.is(await count("events", `user_id = '${mallory}'`), 0, "mallory's rows are gone");
+    assert.equal(await aliceRows(), before, "alice's events, users and identities rows stay");
+    await new Promise((r) => setTimeout(r, 3_000)); // the ingest follows the suppression
+    const later = { type: "track", event: "Still here", userId: alice, messageId: id() };
+    await send(stack.base, [later]);
+    await stack.rowsLanded([later.messageId]);
+  },
+);
+
+privacy("a deletion the sink may still undo (it runs and is behind past PRIVACY_SINK_WAIT_MS) says so and exits non-zero", async () => {
+  const user = `late-${id().slice(0, 8)}`;
+  await send(stack.base, journey(user, `${user}-anon`, 1));
+  await stack.marker();
+  await caughtUp();
+  process.kill(stack.sink!.child.pid!, "SIGSTOP"); // still a member of its group for the session timeout (6 s here)
+  try {
+    await send(stack.base, [{ type: "track", event: "Held", userId: user, messageId: id() }]);
+    const error = await cli("users", "delete", WS, user, "--by", "test-operator").then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    assert.ok(error, "the CLI exits non-zero");
+    assert.match(error!.message, /deletion incomplete/);
+  } finally {
+    process.kill(stack.sink!.child.pid!, "SIGCONT");
+  }
+  await stack.marker();
+  await caughtUp();
+  const [audit] = await stack.select<{ n: string }>(
+    `SELECT count() AS n FROM ${stack.database}.privacy_requests WHERE user_id = '${user}'`,
+  );
+  assert.is(Number(audit!.n), 1, "the rows found were deleted and audited");
+});
 
 privacy.run();
