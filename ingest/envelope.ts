@@ -97,7 +97,8 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
   return refusals.map(({ item, reasons }) => {
     const fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
     const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
-    let raw = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
+    const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
+    let raw = whole;
     const why = reasons.slice(0, MAX_REASONS).map((r) => r.slice(0, MAX_REASON_CHARS));
     if (reasons.length > MAX_REASONS) why.push(`and ${reasons.length - MAX_REASONS} more reason(s)`);
     const fullBytes = Buffer.byteLength(raw, "utf8");
@@ -108,7 +109,8 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
     const envelope: RejectedEnvelope = {
       workspaceId: receipt.workspaceId,
       receivedAt: receipt.receivedAt,
-      rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${raw}`).digest("hex"),
+      // The whole item, not the kept text: two items that differ only past the cut stay two rows.
+      rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${whole}`).digest("hex"),
       messageId,
       type: typeof fields?.type === "string" ? fields.type.slice(0, 100) : "",
       reasons: why,

@@ -42,6 +42,17 @@ test("the same item refused twice has the same rejectionId (one row); another wo
   assert.is.not(a!.key, c!.key);
 });
 
+test("two over-long items alike in their first 26 KB and different after are two rows; each retry is still one", () => {
+  const head = "x".repeat(40_000);
+  const refuse = (tail: string) =>
+    buildRejected([{ item: { messageId: "m", note: head + tail }, reasons: ["event: string"] }], receipt, 32_768)[0]!;
+  const [a, b, again] = [refuse("a"), refuse("b"), refuse("a")];
+  const raw = (r: typeof a) => (JSON.parse(r.value) as { raw: string }).raw;
+  assert.is(raw(a), raw(b), "the kept text is the same cut");
+  assert.is.not(a.key, b.key);
+  assert.is(a.key, again.key);
+});
+
 test("a dead letter is replayed to the topic it came from: events or rejected items", () => {
   const config = { topic: "events", rejectedTopic: "events-rejected" };
   assert.is(replayTopic("events-rejected/2/1234", config), "events-rejected");
