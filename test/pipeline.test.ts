@@ -85,6 +85,62 @@ live("the same messageId posted twice, without timestamp, seconds apart -> one r
   assert.is(Number(n), 1);
 });
 
+live(
+  "every field a client sends is kept: a track's name and category, an identify's event, a batch's integrations go to extra",
+  async () => {
+    const [t, i] = [randomUUID(), randomUUID()];
+    const body = {
+      integrations: { All: false, Mixpanel: true },
+      batch: [
+        { type: "track", event: "E", name: "n1", category: "c1", userId: "u-extra", messageId: t },
+        { type: "identify", event: "signed up", userId: "u-extra", messageId: i, integrations: { Mixpanel: false } },
+      ],
+    };
+    assert.is((await stack.post("/v1/batch", body)).status, 200);
+    const rows = await stack.rowsLanded<Row & { extra: string; name: string }>([t, i]);
+    const byId = new Map(rows.map((r) => [r.message_id, r]));
+    assert.is(byId.get(t)!.name, "");
+    assert.equal(JSON.parse(byId.get(t)!.extra), { name: "n1", category: "c1", integrations: { All: false, Mixpanel: true } });
+    assert.equal(JSON.parse(byId.get(i)!.extra), { event: "signed up", integrations: { All: false, Mixpanel: false } });
+  },
+);
+
+live("client times: 2106 is refused by name and kept; 1975 places the row at its arrival and keeps the text", async () => {
+  const [late, early] = [randomUUID(), randomUUID()];
+  const refused = await stack.post("/v1/track", { event: "E", userId: "u-time", messageId: late, timestamp: "2106-01-15T12:00:00.000Z" });
+  assert.is(refused.status, 400);
+  assert.match(refused.text, /timestamp/);
+  await waitFor("the refused item in rejected_messages", async () => {
+    const [row] = await stack.select<{ n: string }>(
+      `SELECT count() AS n FROM ${stack.database}.rejected_messages WHERE message_id = '${late}'`,
+    );
+    return Number(row!.n) === 1 ? true : undefined;
+  });
+  assert.is(
+    (await stack.post("/v1/track", { event: "E", userId: "u-time", messageId: early, timestamp: "1975-03-02T00:00:00.000Z" })).status,
+    200,
+  );
+  await stack.rowsLanded([early]);
+  const [row] = await stack.select<{ day: string; today: string; original: string | null; extra: string }>(
+    `SELECT toString(event_date) AS day, toString(toDate(received_at)) AS today, original_timestamp AS original, extra FROM ${stack.table} FINAL WHERE message_id = '${early}'`,
+  );
+  assert.is(row!.day, row!.today);
+  assert.is(row!.original, null);
+  assert.equal(JSON.parse(row!.extra), { timestamp: "1975-03-02T00:00:00.000Z" });
+});
+
+live("one messageId sent as a page and as a screen is two rows (GUARANTEES: a messageId is unique within its type)", async () => {
+  const id = randomUUID();
+  const at = "2026-11-20T10:00:00.000Z";
+  assert.is((await stack.post("/v1/page", { name: "Home", userId: "u-types", messageId: id, timestamp: at })).status, 200);
+  assert.is((await stack.post("/v1/screen", { name: "Home", userId: "u-types", messageId: id, timestamp: at })).status, 200);
+  const rows = await waitFor("both rows", async () => {
+    const found = await stack.finalRows<Row>([id]);
+    return found.length === 2 ? found : undefined;
+  });
+  assert.equal(rows.map((r) => r.type).sort(), ["page", "screen"]);
+});
+
 live("a batch with bad items: the good ones land, each bad one is kept in rejected_messages with its reasons", async () => {
   const ids = [randomUUID(), randomUUID(), randomUUID()];
   const body = {
