@@ -7,24 +7,27 @@ import { randomUUID } from "node:crypto";
 import cors from "@koa/cors";
 import Router from "@koa/router";
 import Koa from "koa";
-import bodyParser from "koa-bodyparser";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
 import { itemIds, type PrivacyList } from "../schemas/privacy";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 import type { AuthHeaders, WriteKeys } from "./auth";
-import { bytesToReserve, InflightBudget } from "./budget";
+import { readBody } from "./body";
+import { InflightBudget, parsedBytes, parsedLimit, type Lease } from "./budget";
 import { buildRecords, buildRejected, type Receipt } from "./envelope";
 import {
   answerError,
   assertAuthenticated,
   invalidBody,
+  invalidJson,
+  type HttpError,
   messageTooLarge,
   methodNotAllowed,
   noBody,
   notFound,
   overloaded,
   rateLimited,
+  tooCostly,
   tooDeep,
   unknownProject,
   unsupportedEncoding,
@@ -35,7 +38,7 @@ import type { IngestMetrics } from "./metrics";
 import type { TokenBuckets } from "./ratelimit";
 import { routeTable, type Route, type Sorted } from "./routes";
 import { publicAddress, settingsDocument } from "./settings";
-import { jsonDepthOver } from "./validate";
+import { jsonShape } from "./validate";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -52,10 +55,13 @@ export interface AppDeps {
    */
   trustedProxies: number;
   /**
-   * Bytes held at once: request bodies (reserved on arrival) plus records the producer holds
-   * until Kafka settles them (`producerBytesHeld`); past it, 503 + Retry-After.
+   * Bytes held at once: request bodies (charged as they arrive, then by what parsing them makes;
+   * ingest/budget.ts) plus records the producer holds until Kafka settles them
+   * (`producerBytesHeld`); past it, 503 + Retry-After.
    */
   maxInflightBytes: number;
+  /** A request's whole body must arrive within this many ms of its headers, else 408 (INGEST_BODY_TIMEOUT_MS). */
+  bodyTimeoutMs: number;
   /** Bytes of records pending or in sends Kafka has not settled (Accumulator.bytesHeld). */
   producerBytesHeld: () => number;
   /** Allowed CORS origins, or ["*"]. */
@@ -89,22 +95,31 @@ export interface Limits {
 
 /**
  * Header of a 200 answer counting the batch items refused (each kept in `rejected_messages`
- * with its reasons); absent when none was. The body stays empty, as the spec says.
+ * with its reasons); absent when none was. The body is the route's (ingest/routes.ts): Segment's
+ * `{"success":true}` under /v1, the spec's empty body under /api/public/apps.
  */
 export const REJECTED_HEADER = "X-Rejected-Messages";
 
-/** How long a CDN or browser may keep a settings document, s (writeKeys and the address rarely change). */
+/**
+ * How long a settings document may be kept, s (writeKeys and the address rarely change): by any
+ * cache when PUBLIC_URL fixes the address in it, else only by the browser that asked (the
+ * address comes from the request's Host or X-Forwarded-Host, so a shared cache could serve one
+ * client's address to all).
+ */
 const SETTINGS_MAX_AGE_SECONDS = 300;
 
-/** Content-Types whose body is read as JSON. */
+/**
+ * Content-Types whose body is read as JSON: sendBeacon can only send text/plain, and
+ * RudderStack's Node SDK labels its (gzipped) JSON application/x-www-form-urlencoded.
+ */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
 
 /**
  * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip:
- * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each
- * mapped to the name the decompressing library (inflation) knows; limits count decoded bytes.
+ * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each mapped to the name
+ * ingest/body.ts reads; limits count decoded bytes.
  */
-const ENCODINGS = new Map([
+const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
   ["identity", "identity"],
   ["gzip", "gzip"],
   ["x-gzip", "gzip"],
@@ -116,18 +131,6 @@ export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustedProxies > 0, maxIpsCount: deps.trustedProxies });
   const router = new Router();
   const { limits } = deps;
-  const parseJson = bodyParser({
-    enableTypes: ["json"],
-    // sendBeacon can only send text/plain, and RudderStack's Node SDK labels its (gzipped) JSON
-    // application/x-www-form-urlencoded: both bodies are the same JSON.
-    extendTypes: { json: [...JSON_TYPES] },
-    jsonLimit: `${limits.maxRequestBytes}b`,
-    strict: true,
-    // co-body refuses `__proto__` keys by default; JSON.parse keeps them as plain own data,
-    // which is what the client sent. Nothing here copies input keys onto a prototype-bearing
-    // object by assignment (spreads define own properties), so they stay data end to end.
-    ...({ onProtoPoisoning: "ignore" } as object),
-  });
 
   router.get("/healthz", (ctx) => {
     ctx.body = { status: "ok" };
@@ -144,30 +147,46 @@ export function createApp(deps: AppDeps): Koa {
   router.get("/v1/projects/:writeKey/settings", (ctx) => {
     const writeKey = ctx.params.writeKey!;
     if (deps.writeKeys.workspaceOf(writeKey) === undefined) throw unknownProject();
-    ctx.set("Cache-Control", `public, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
+    if (deps.publicUrl) {
+      ctx.set("Cache-Control", `public, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
+    } else {
+      ctx.set("Cache-Control", `private, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
+      // Koa reads X-Forwarded-Host and -Proto only behind trusted proxies; naming them costs nothing otherwise.
+      ctx.vary("Host");
+      ctx.vary("X-Forwarded-Host");
+      ctx.vary("X-Forwarded-Proto");
+    }
     ctx.body = settingsDocument(writeKey, publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }));
   });
 
   const budget = new InflightBudget(deps.maxInflightBytes, deps.producerBytesHeld);
 
+  /** `bytes` more for a request, or its refusal: 503 + Retry-After while the budget is full, 413 if it can never fit. */
+  const charge = (lease: Lease, bytes: number): HttpError | undefined => {
+    const charged = lease.grow(bytes);
+    if (charged.ok) return undefined;
+    return charged.reason === "busy" ? overloaded(deps.retryAfterSeconds) : tooCostly(lease.bytes + bytes, charged.capacity);
+  };
+
   /**
-   * One POST: authenticate, reserve bytes, read the body, sort it into messages and refused
-   * items, build their records, take the rate, produce both (acks=all), answer. 200 with an
-   * empty body (REJECTED_HEADER counting refused items), or 400 naming each bad field when
-   * nothing was accepted; every other refusal is a named HttpError of errors.ts.
+   * One POST: authenticate, read the body (charged to the budget as it arrives and before it is
+   * parsed), sort it into messages and refused items, build their records, take the rate,
+   * produce both (acks=all), answer. 200 with the route's success body (REJECTED_HEADER counting
+   * refused items), or 400 naming each bad field when nothing was accepted; every other refusal
+   * is a named HttpError of errors.ts.
    */
   const ingest = (route: Route) => async (ctx: Koa.Context) => {
     const receivedAt = new Date().toISOString();
     const headers = ctx.headers as AuthHeaders;
-    // A bad header fails before the body is read.
-    if (headers.authorization !== undefined || headers.publicwritekey !== undefined)
-      assertAuthenticated(deps.writeKeys.authenticate(headers));
-    const release = budget.reserve(bytesToReserve(ctx.get("Content-Length"), ctx.get("Content-Encoding"), limits.maxRequestBytes));
-    if (release === undefined) throw overloaded(deps.retryAfterSeconds);
+    // A bad header fails before the body is read; a good one makes the request keyed from the start.
+    const keyed = headers.authorization !== undefined || headers.publicwritekey !== undefined;
+    if (keyed) assertAuthenticated(deps.writeKeys.authenticate(headers));
+    const lease = budget.open(keyed);
     try {
-      const body = await readJson(ctx, parseJson, limits);
+      const body = await readJson(ctx, limits, deps.bodyTimeoutMs, (bytes) => charge(lease, bytes));
       const auth = deps.writeKeys.authenticate(headers, body?.writeKey);
       assertAuthenticated(auth);
+      lease.markKeyed();
       const sorted = route.sort(body);
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
@@ -185,9 +204,9 @@ export function createApp(deps: AppDeps): Koa {
       if (sorted.value.messages.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
-      ctx.body = "";
+      ctx.body = route.successBody;
     } finally {
-      release();
+      lease.release();
     }
   };
   for (const route of routeTable(limits)) router.post(route.path, ingest(route));
@@ -228,11 +247,18 @@ export function createApp(deps: AppDeps): Koa {
 }
 
 /**
- * Checks Content-Type and Content-Encoding, parses the JSON body (parse failures become 4xx),
- * refuses nesting over the limit, and replaces lone surrogates with U+FFFD (as a browser
- * decodes them; ClickHouse refuses them).
+ * Checks Content-Type and Content-Encoding, reads the body (ingest/body.ts: each decoded chunk
+ * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
+ * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
+ * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
+ * them; ClickHouse refuses them).
  */
-async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Limits): Promise<Record<string, unknown> | undefined> {
+async function readJson(
+  ctx: Koa.Context,
+  limits: Limits,
+  bodyTimeoutMs: number,
+  charge: (bytes: number) => HttpError | undefined,
+): Promise<Record<string, unknown> | undefined> {
   // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
   if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
   const type = ctx.request.is(...JSON_TYPES);
@@ -241,12 +267,38 @@ async function readJson(ctx: Koa.Context, parseJson: Koa.Middleware, limits: Lim
   const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
   const known = ENCODINGS.get(encoding);
   if (known === undefined) throw unsupportedEncoding(encoding);
-  ctx.req.headers["content-encoding"] = known; // the library matches lower-case names only
-  await parseJson(ctx, async () => {});
-  const rawBody = String(ctx.request.rawBody ?? "");
-  if (jsonDepthOver(rawBody, limits.maxJsonDepth)) throw tooDeep(limits);
-  const body = ctx.request.body as Record<string, unknown> | undefined;
-  return mayHoldLoneSurrogate(rawBody) ? wellFormed(body) : body;
+  const text = await readBody(ctx.req, { encoding: known, maxBytes: limits.maxRequestBytes, timeoutMs: bodyTimeoutMs, charge });
+  const shape = jsonShape(text, limits.maxJsonDepth);
+  if (shape.tooDeep) throw tooDeep(limits);
+  const cost = parsedBytes(shape);
+  const most = parsedLimit(limits.maxRequestBytes);
+  if (cost > most) throw tooCostly(cost, most);
+  const refused = charge(cost);
+  if (refused) throw refused;
+  const body = parseTopLevel(text, limits);
+  return mayHoldLoneSurrogate(text) ? wellFormed(body) : body;
+}
+
+/** JSON whitespace, then the `{` or `[` a body must start with. */
+const OBJECT_OR_ARRAY = /^[ \t\n\r]*[{[]/;
+const BLANK = /^[ \t\n\r]*$/;
+
+/**
+ * The parsed body; its top level must be an object or an array (as co-body's strict mode had
+ * it). A blank body is 400 `invalid_json` ("no body"), a parse failure 400 naming the reason.
+ * JSON.parse keeps `__proto__` keys as plain own data, which is what the client sent; nothing
+ * here copies input keys onto a prototype-bearing object by assignment (spreads define own
+ * properties), so they stay data end to end.
+ */
+function parseTopLevel(text: string, limits: Limits): Record<string, unknown> {
+  if (!OBJECT_OR_ARRAY.test(text)) throw BLANK.test(text) ? noBody() : invalidJson("the top level must be an object or an array");
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (error) {
+    // Nesting is checked before parsing; a stack overflow here would still be nesting.
+    if (error instanceof RangeError) throw tooDeep(limits);
+    throw invalidJson((error as Error).message);
+  }
 }
 
 /**

@@ -69,6 +69,55 @@ export function overloaded(retryAfterSeconds: number): HttpError {
   );
 }
 
+/**
+ * 413: the body would take more memory once parsed than one request may ever hold (16 times
+ * MAX_REQUEST_BYTES, or its share of INGEST_MAX_INFLIGHT_BYTES); retrying cannot help. `bytes`
+ * is the estimate of ingest/budget.ts.
+ */
+export function tooCostly(bytes: number, capacity: number): HttpError {
+  return new HttpError(413, {
+    error: "payload_too_large",
+    message: `the body would take about ${bytes} bytes of memory once parsed; one request may hold at most ${capacity}`,
+  });
+}
+
+/** 413: the body is over MAX_REQUEST_BYTES, counted after decompression (Segment: 500 KB). */
+export function payloadTooLarge(maxRequestBytes: number): HttpError {
+  return new HttpError(413, {
+    error: "payload_too_large",
+    message: `the body is over ${maxRequestBytes} bytes (counted after decompression)`,
+  });
+}
+
+/**
+ * 408 + Connection: close: the whole body did not arrive within INGEST_BODY_TIMEOUT_MS of the
+ * headers (a client that sends nothing or trickles); the connection is not kept.
+ */
+export function bodyTimeout(timeoutMs: number): HttpError {
+  return new HttpError(408, { error: "body_timeout", message: `the body did not arrive within ${timeoutMs} ms` }, { Connection: "close" });
+}
+
+/**
+ * 400: a body sent with Content-Encoding gzip or deflate that does not decompress (not that
+ * format, or cut short); `detail` is zlib's reason ("incorrect header check", "unexpected end of file").
+ */
+export function invalidEncoding(encoding: string, detail: string): HttpError {
+  return new HttpError(400, {
+    error: "invalid_encoding",
+    message: `the body is not valid ${encoding} data (Content-Encoding: ${encoding}): ${detail}`,
+  });
+}
+
+/** 400: the client closed the connection before its body ended (nobody reads this answer). */
+export function bodyAborted(): HttpError {
+  return new HttpError(400, { error: "aborted", message: "the connection closed before the body ended" });
+}
+
+/** 400: the body is not JSON, or its top level is not an object or an array. */
+export function invalidJson(detail: string): HttpError {
+  return new HttpError(400, { error: "invalid_json", message: `the body is not valid JSON: ${detail}` });
+}
+
 /** 400: arrays and objects nest deeper than the limit. */
 export function tooDeep(limits: ErrorLimits): HttpError {
   return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
@@ -158,15 +207,12 @@ export function answerError(ctx: Koa.Context, error: unknown, retryAfterSeconds:
   ctx.body = { error: "internal", message: "internal error" } satisfies ErrorBody;
 }
 
-/** Body-parser (co-body / raw-body) failures as error bodies. */
+/** Failures of HTTP libraries that carry a 4xx `status` (raw-body's, Koa's) as error bodies. */
 function parseErrorBody(status: number, error: Error, limits: ErrorLimits): ErrorBody {
-  if (status === 413) {
-    return { error: "payload_too_large", message: `the body is over ${limits.maxRequestBytes} bytes (counted after decompression)` };
-  }
+  if (status === 413) return payloadTooLarge(limits.maxRequestBytes).body;
   if (status === 415) return { error: "unsupported_encoding", message: error.message };
-  // JSON.parse exhausts the stack on extreme nesting before our depth check can run.
   if (status === 400 && error instanceof RangeError) return tooDeep(limits).body;
-  if (status === 400) return { error: "invalid_json", message: `the body is not valid JSON: ${error.message}` };
+  if (status === 400) return invalidJson(error.message).body;
   return { error: "bad_request", message: error.message };
 }
 

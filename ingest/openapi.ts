@@ -20,6 +20,9 @@ const BODY_SCHEMAS: Record<string, string> = {
   batch: "BatchBody",
 };
 
+/** Segment's success body (ingest/routes.ts SEGMENT_SUCCESS). */
+const SUCCESS_SCHEMA = { type: "object", required: ["success"], properties: { success: { const: true } } };
+
 const error = (description: string) => ({
   description,
   content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
@@ -43,7 +46,7 @@ function withIdentityRule(schemas: Record<string, object>): Record<string, objec
 export function openapiDocument(version: string): object {
   const paths: Record<string, object> = {};
   // The limit does not shape the document; only the paths and kinds are read.
-  for (const { path, kind } of routeTable({ maxBatchMessages: 1 })) {
+  for (const { path, kind, successBody } of routeTable({ maxBatchMessages: 1 })) {
     const schema = { $ref: `#/components/schemas/${BODY_SCHEMAS[kind]}` };
     const name = path.split("/").pop()!;
     paths[path] = {
@@ -57,15 +60,18 @@ export function openapiDocument(version: string): object {
         },
         responses: {
           "200": {
-            description:
-              "Every accepted message was acknowledged by Kafka (acks=all). Empty body. Refused batch items are kept in rejected_messages and counted in X-Rejected-Messages.",
+            description: `Every accepted message was acknowledged by Kafka (acks=all). ${successBody === "" ? "Empty body (the spec's)." : 'Body {"success":true}, as Segment answers.'} Refused batch items are kept in rejected_messages and counted in X-Rejected-Messages.`,
             headers: {
               "X-Rejected-Messages": { description: "Batch items refused (absent when none)", schema: { type: "integer", minimum: 1 } },
             },
+            ...(successBody === "" ? {} : { content: { "application/json": { schema: SUCCESS_SCHEMA } } }),
           },
-          "400": error("Invalid JSON, no valid message in the body (each bad field named in `issues`), or too many messages"),
+          "400": error(
+            "Invalid JSON, a gzip or deflate body that does not decompress, no valid message in the body (each bad field named in `issues`), or too many messages",
+          ),
+          "408": error("The whole body did not arrive within INGEST_BODY_TIMEOUT_MS; the connection is closed"),
           "401": error("Missing, unknown or conflicting writeKey"),
-          "413": error("Body or one message over its limit"),
+          "413": error("Body or one message over its limit, or a body that would take more memory parsed than one request may hold"),
           "415": error("Unsupported Content-Type or Content-Encoding"),
           "429": error("This writeKey is over its rate limit; retry after the Retry-After header's seconds"),
           "503": error("Kafka unavailable, or too many request bytes in flight; retry after the Retry-After header's seconds"),

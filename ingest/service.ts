@@ -104,6 +104,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     },
     trustedProxies: config.trustedProxies,
     maxInflightBytes: config.maxInflightBytes,
+    bodyTimeoutMs: config.bodyTimeoutMs,
     ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
     producerBytesHeld: () => accumulator.bytesHeld,
     corsOrigins: config.corsOrigins,

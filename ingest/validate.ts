@@ -93,23 +93,43 @@ function bodyPath(path: string): string {
   return path.startsWith("$input.") ? path.slice("$input.".length) : path.replace(/^\$input/, "$");
 }
 
+/** What one pass over a JSON text finds: too deep, or the counts parsing it depends on. */
+export type JsonShape = { tooDeep: true } | { tooDeep: false; chars: number; containers: number; separators: number };
+
 /**
- * The deepest nesting of arrays and objects in JSON text, counting only brackets outside
- * strings; stops counting once past `max`. Pure, one pass over the text.
+ * One pass over JSON text, looking only outside strings: whether arrays and objects nest deeper
+ * than `maxDepth` (it stops there), else how many `{`/`[` and `,`/`:` it holds (the counts
+ * ingest/budget.ts estimates the parsed size from). Pure; the text need not be valid JSON.
  */
-export function jsonDepthOver(text: string, max: number): boolean {
+export function jsonShape(text: string, maxDepth: number): JsonShape {
   let depth = 0;
-  let inString = false;
+  let containers = 0;
+  let separators = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
+    if (c === 0x22) i = stringEnd(text, i);
     else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
+      containers++;
+      if (++depth > maxDepth) return { tooDeep: true };
     } else if (c === 0x7d || c === 0x5d) depth--;
+    else if (c === 0x2c || c === 0x3a) separators++;
   }
-  return false;
+  return { tooDeep: false, chars: text.length, containers, separators };
+}
+
+/** Whether arrays and objects in JSON text nest deeper than `max` (brackets in strings do not count). */
+export function jsonDepthOver(text: string, max: number): boolean {
+  return jsonShape(text, max).tooDeep;
+}
+
+/** Index of the quote closing the string opened at `open` (one not escaped by a backslash), or the text's length. */
+function stringEnd(text: string, open: number): number {
+  let at = open;
+  for (;;) {
+    at = text.indexOf('"', at + 1);
+    if (at < 0) return text.length;
+    let before = at - 1;
+    while (text.charCodeAt(before) === 0x5c) before--;
+    if ((at - 1 - before) % 2 === 0) return at;
+  }
 }

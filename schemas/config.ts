@@ -110,6 +110,12 @@ export interface IngestConfig {
   headersTimeoutMs: Positive;
   requestTimeoutMs: Positive;
   keepAliveTimeoutMs: Positive;
+  /**
+   * A request's whole body must arrive within this many ms of its headers, else 408 and the
+   * connection is closed (env INGEST_BODY_TIMEOUT_MS): a client that sends nothing or trickles
+   * is dropped long before INGEST_REQUEST_TIMEOUT_MS.
+   */
+  bodyTimeoutMs: Positive;
   /** On SIGTERM, how long /readyz answers 503 while requests are still served, ms (env INGEST_DRAIN_DELAY_MS). */
   drainDelayMs: number & tags.Type<"uint32">;
   /**
@@ -183,6 +189,21 @@ export interface SinkConfig {
   clickhouse: ClickHouseConfig;
 }
 
+/**
+ * A topic's retention.ms: at least an hour (a smaller number is a slip, such as days written for
+ * ms), or -1 to keep records for ever.
+ */
+export type RetentionMs = -1 | (number & tags.Type<"uint64"> & tags.Minimum<3_600_000>);
+
+/**
+ * retention.ms of the events and rejected topics and of the DLQ when setup creates them (30
+ * days): long enough to outlast a sink or ClickHouse outage (a record past retention is gone
+ * before it was stored) and Kafka's default of 7 days; short enough that a deleted user's records,
+ * which sinks drop but which stay on the brokers until retention removes them, go within about a
+ * month (docs/OPERATIONS.md, Kafka topic retention).
+ */
+export const DEFAULT_RETENTION_MS = 30 * 24 * 3_600_000;
+
 /** Settings of the one-shot setup: topics and ClickHouse migrations. */
 export interface SetupConfig {
   /** Partitions of a topic it creates (env KAFKA_TOPIC_PARTITIONS). */
@@ -197,10 +218,30 @@ export interface SetupConfig {
    * KAFKA_MIN_INSYNC_REPLICAS, the topic's min.insync.replicas); absent = replicationFactor - 1, at least 1.
    */
   minInsyncReplicas?: Positive;
+  /**
+   * retention.ms of the events topic, the rejected topic and the DLQ, ms (env
+   * KAFKA_EVENTS_RETENTION_MS, KAFKA_REJECTED_RETENTION_MS, KAFKA_DLQ_RETENTION_MS; -1 keeps
+   * records for ever). Unset: DEFAULT_RETENTION_MS when setup creates the topic, and an existing
+   * topic keeps its own. Set: also applied to an existing topic. The compacted suppressions
+   * topic keeps every user's latest record for ever and has none.
+   */
+  eventsRetentionMs?: RetentionMs;
+  rejectedRetentionMs?: RetentionMs;
+  dlqRetentionMs?: RetentionMs;
   /** The sink's consumer group, whose coordinator setup waits for (env SINK_GROUP_ID). */
   groupId: Name;
   kafka: KafkaConfig;
   clickhouse: ClickHouseConfig;
+}
+
+/** Settings of `users delete|suppress|unsuppress` (sink/privacy.ts): setup's, and one wait. */
+export interface PrivacyConfig extends SetupConfig {
+  /**
+   * How long a deletion waits for the sink to pass the offsets the topics had at the request
+   * before its second pass, ms (env PRIVACY_SINK_WAIT_MS; 0 does not wait). A sink that is
+   * stopped drops the user's records when it reads them.
+   */
+  sinkWaitMs: number & tags.Type<"uint32">;
 }
 
 /** The environment as given to a process. */
@@ -233,10 +274,12 @@ export function clickhouseConfig(env: Env): ClickHouseConfig {
 }
 
 /**
- * Parses and checks the ingest settings. Throws TypeGuardError on a bad value, and an Error when
- * INGEST_KEEPALIVE_TIMEOUT_MS is not below INGEST_HEADERS_TIMEOUT_MS (Node times a kept-alive
- * socket's wait for the next request's headers with the headers timeout, so a longer keep-alive
- * would answer 408 to clients reusing a connection).
+ * Parses and checks the ingest settings. Throws TypeGuardError on a bad value, and an Error
+ * naming both settings and their values when two contradict each other (ingestContradiction):
+ * among them INGEST_HEADERS_TIMEOUT_MS above INGEST_REQUEST_TIMEOUT_MS (node:http refuses to
+ * create the server), and INGEST_KEEPALIVE_TIMEOUT_MS not below INGEST_HEADERS_TIMEOUT_MS (older
+ * Node releases timed a kept-alive socket's wait for the next request's headers with the headers
+ * timeout, so a longer keep-alive cut connections clients were reusing; Node 20.20 does not).
  */
 export function ingestConfig(env: Env): IngestConfig {
   const config = typia.assert<IngestConfig>({
@@ -257,6 +300,7 @@ export function ingestConfig(env: Env): IngestConfig {
     headersTimeoutMs: int(env.INGEST_HEADERS_TIMEOUT_MS, 10_000),
     requestTimeoutMs: int(env.INGEST_REQUEST_TIMEOUT_MS, 30_000),
     keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
+    bodyTimeoutMs: int(env.INGEST_BODY_TIMEOUT_MS, 10_000),
     drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
     trustedProxies: env.TRUST_PROXY === "true" ? 1 : env.TRUST_PROXY === "false" ? 0 : int(env.TRUST_PROXY, 0),
     maxInflightBytes: int(env.INGEST_MAX_INFLIGHT_BYTES, 32 * 1024 * 1024),
@@ -273,9 +317,18 @@ export function ingestConfig(env: Env): IngestConfig {
   return config;
 }
 
-/** The first pair of ingest settings that contradict each other, as a message; undefined if none. */
+/**
+ * The first pair of ingest settings that contradict each other, as a message naming both
+ * settings and their values; undefined if none. Pure.
+ */
 export function ingestContradiction(c: IngestConfig): string | undefined {
-  if (c.keepAliveTimeoutMs >= c.headersTimeoutMs) return "INGEST_KEEPALIVE_TIMEOUT_MS must be below INGEST_HEADERS_TIMEOUT_MS";
+  // node:http's createServer throws ERR_OUT_OF_RANGE when headersTimeout > requestTimeout.
+  if (c.headersTimeoutMs > c.requestTimeoutMs) {
+    return `INGEST_HEADERS_TIMEOUT_MS (${c.headersTimeoutMs}) is above INGEST_REQUEST_TIMEOUT_MS (${c.requestTimeoutMs}): the headers are part of the request, and Node's HTTP server refuses to start`;
+  }
+  if (c.keepAliveTimeoutMs >= c.headersTimeoutMs) {
+    return `INGEST_KEEPALIVE_TIMEOUT_MS (${c.keepAliveTimeoutMs}) must be below INGEST_HEADERS_TIMEOUT_MS (${c.headersTimeoutMs})`;
+  }
   if (c.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?$/.test(c.publicUrl))
     return `PUBLIC_URL (${c.publicUrl}) must be http(s)://host[:port]`;
   if (c.metricsPort === c.port) return `INGEST_METRICS_PORT (${c.metricsPort}) must differ from INGEST_PORT: /metrics is not public`;
@@ -291,7 +344,9 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.maxMessageBytes + 8_192 > c.kafka.maxMessageBytes) {
     return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) does not fit in KAFKA_MAX_MESSAGE_BYTES (${c.kafka.maxMessageBytes})`;
   }
-  if (c.produceTimeoutMs >= c.requestTimeoutMs) return "PRODUCE_TIMEOUT_MS must be below INGEST_REQUEST_TIMEOUT_MS";
+  if (c.produceTimeoutMs >= c.requestTimeoutMs) {
+    return `PRODUCE_TIMEOUT_MS (${c.produceTimeoutMs}) must be below INGEST_REQUEST_TIMEOUT_MS (${c.requestTimeoutMs})`;
+  }
   return undefined;
 }
 
@@ -328,16 +383,31 @@ export function sinkConfig(env: Env): SinkConfig {
   return config;
 }
 
-/** Parses and checks the setup settings. Throws TypeGuardError on a bad value. */
+/**
+ * Parses and checks the setup settings. Throws TypeGuardError on a bad value (a retention that is
+ * neither -1 nor at least an hour included).
+ */
 export function setupConfig(env: Env): SetupConfig {
-  return typia.assert<SetupConfig>({
+  return typia.assert<SetupConfig>(setupFields(env));
+}
+
+/** Parses and checks the settings of `users ...`. Throws TypeGuardError on a bad value. */
+export function privacyConfig(env: Env): PrivacyConfig {
+  return typia.assert<PrivacyConfig>({ ...setupFields(env), sinkWaitMs: int(env.PRIVACY_SINK_WAIT_MS, 60_000) });
+}
+
+function setupFields(env: Env): SetupConfig {
+  return {
     partitions: int(env.KAFKA_TOPIC_PARTITIONS, 3),
     ...optional("replicationFactor", env.KAFKA_REPLICATION_FACTOR),
     ...optional("minInsyncReplicas", env.KAFKA_MIN_INSYNC_REPLICAS),
+    ...optional("eventsRetentionMs", env.KAFKA_EVENTS_RETENTION_MS),
+    ...optional("rejectedRetentionMs", env.KAFKA_REJECTED_RETENTION_MS),
+    ...optional("dlqRetentionMs", env.KAFKA_DLQ_RETENTION_MS),
     groupId: env.SINK_GROUP_ID ?? "events-sink",
     kafka: kafkaConfig(env),
     clickhouse: clickhouseConfig(env),
-  });
+  } as SetupConfig;
 }
 
 /**
@@ -379,13 +449,18 @@ function list(text: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-/** An integer setting; NaN (which the guard rejects) when the text is not a whole number. */
 /** `{ [name]: number }` when the variable is set and not blank, else `{}` (the setting is absent). */
 function optional<K extends string>(name: K, text: string | undefined): Partial<Record<K, number>> {
   return text === undefined || text.trim() === "" ? {} : ({ [name]: int(text, 0) } as Record<K, number>);
 }
 
+/**
+ * An integer setting: `fallback` when unset or blank, NaN (which the guard rejects) when the text
+ * is not a whole number; `-1` is read as -1 (a guard refuses it where it means nothing).
+ */
 function int(text: string | undefined, fallback: number): number {
   if (text === undefined || text.trim() === "") return fallback;
-  return /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;
+  const trimmed = text.trim();
+  if (trimmed === "-1") return -1;
+  return /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
 }

@@ -3,7 +3,7 @@
  * clock skew, limits, encodings, CORS, text/plain, context.ip. Real ingest, Kafka, sink and
  * ClickHouse (test/run.sh starts the stack).
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { deflateSync, gzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -36,7 +36,7 @@ api("every message type on every route of both prefixes lands as one typed row",
       ids.push(messageId);
       const response = await stack.post(`${prefix}/${type}`, { ...fields, userId: "u-routes", messageId });
       assert.is(response.status, 200, `${prefix}/${type}: ${response.text}`);
-      assert.is(response.text, "");
+      assert.is(response.text, prefix === "/v1" ? '{"success":true}' : "", `${prefix}/${type}`);
     }
   }
   const rows = await stack.rowsLanded<{ type: string; name: string; category: string; group_id: string; previous_id: string }>(ids);
@@ -60,6 +60,33 @@ api("every message type on every route of both prefixes lands as one typed row",
   assert.is(rows.find((r) => r.type === "group")!.group_id, "g1");
   assert.is(rows.find((r) => r.type === "alias")!.previous_id, "anon-9");
 });
+
+api(
+  "Segment's routes, aliases included, answer {success: true} as JSON; the spec's answer an empty body; X-Rejected-Messages stays",
+  async () => {
+    const track = () => ({ type: "track", event: "Answered", userId: "u-answer", messageId: randomUUID() });
+    const bad = { type: "track", userId: "u-answer", messageId: randomUUID() }; // no event: refused, kept
+    for (const [path, body] of [
+      ["/v1/track", track()],
+      ["/v1/t", track()],
+      ["/v1/batch", { batch: [track(), bad] }],
+      ["/v1/b", { batch: [track()] }],
+      ["/v1/import", { batch: [track()] }],
+      ["/v1/import/", { batch: [track()] }],
+    ] as const) {
+      const response = await stack.post(path, body);
+      assert.is(response.status, 200, `${path}: ${response.text}`);
+      assert.match(response.headers.get("content-type") ?? "", /^application\/json/, path);
+      assert.equal(response.json, { success: true }, path);
+    }
+    const mixed = await stack.post("/v1/batch", { batch: [track(), bad] });
+    assert.is(mixed.headers.get("x-rejected-messages"), "1");
+    const spec = await stack.post("/api/public/apps/batch", { batch: [track(), bad] });
+    assert.is(spec.status, 200);
+    assert.is(spec.text, "", "the spec's empty success body");
+    assert.is(spec.headers.get("x-rejected-messages"), "1");
+  },
+);
 
 api("each auth form is accepted; conflicting keys and unknown keys are 401", async () => {
   const send = (headers: Record<string, string>, extra: Record<string, unknown> = {}) =>
@@ -184,6 +211,30 @@ api("gzip and deflate bodies are accepted, limits counted after decompression; o
   const br = await stack.post("/v1/batch", body(randomUUID()), headers("br"));
   assert.is(br.status, 415);
   assert.is(br.json!.error, "unsupported_encoding");
+});
+
+api("a body that does not decompress as its Content-Encoding says -> 400 invalid_encoding, nothing stored, no error logged", async () => {
+  const id = randomUUID();
+  const body = JSON.stringify({ batch: [{ type: "track", event: "Broken", userId: "u", messageId: id }] });
+  const headers = (encoding: string) => ({ authorization: basic("test-key"), "content-encoding": encoding });
+  const zipped = gzipSync(body);
+  const cases: [string, Uint8Array | string, string][] = [
+    ["plain JSON labelled gzip", body, "gzip"],
+    ["plain JSON labelled deflate", body, "deflate"],
+    ["random bytes labelled gzip", new Uint8Array(randomBytes(2_000)), "gzip"],
+    ["a gzip stream cut in half", new Uint8Array(zipped.subarray(0, Math.floor(zipped.length / 2))), "gzip"],
+    ["a gzip stream without its trailer", new Uint8Array(zipped.subarray(0, zipped.length - 8)), "gzip"],
+    ["a deflate stream cut short", new Uint8Array(deflateSync(body).subarray(0, 20)), "deflate"],
+  ];
+  for (const [what, raw, encoding] of cases) {
+    const answer = await stack.post("/v1/batch", raw, headers(encoding));
+    assert.is(answer.status, 400, `${what}: ${answer.status} ${answer.text}`);
+    assert.is(answer.json!.error, "invalid_encoding", what);
+    assert.match(String(answer.json!.message), `not valid ${encoding} data`, what);
+  }
+  await stack.marker();
+  assert.equal(await stack.finalRows([id]), []);
+  assert.not.match(stack.ingest!.output(), /unexpected error|"level":50/, "no error logged");
 });
 
 api("CORS: preflight answers for any route; responses carry the allow-origin header", async () => {

@@ -15,6 +15,7 @@ const stack = new LiveStack({
   INGEST_HEADERS_TIMEOUT_MS: "2000",
   INGEST_REQUEST_TIMEOUT_MS: "4000",
   INGEST_KEEPALIVE_TIMEOUT_MS: "1000",
+  INGEST_BODY_TIMEOUT_MS: "2000",
   PRODUCE_TIMEOUT_MS: "3000", // below the request timeout, or the ingest refuses to start
 });
 const hostile = suite("hostile input (live)");
@@ -74,6 +75,17 @@ hostile("huge arrays: over the message count (400) or the body size (413)", asyn
     properties: { list: Array.from({ length: 200_000 }, (_, i) => i) },
   });
   assert.is(big.status, 413);
+});
+
+hostile("a 500 KB body of empty objects (about 10 MB once parsed) -> 413 before it is parsed; a small one is read", async () => {
+  const empties = (n: number) => `{"batch":[${Array(n).fill("{}").join(",")}]}`;
+  const big = await stack.post("/v1/batch", empties(166_000));
+  assert.is(big.status, 413);
+  assert.is(big.json!.error, "payload_too_large");
+  assert.match(String(big.json!.message), "once parsed");
+  const small = await stack.post("/v1/batch", empties(3_000));
+  assert.is(small.status, 400, "parsed, then refused for its count");
+  assert.is(small.json!.error, "too_many_messages");
 });
 
 hostile("__proto__ and constructor keys are stored as plain data", async () => {
@@ -164,11 +176,68 @@ hostile("slow clients trickling headers or body are cut off while other clients'
   assert.ok(p99 < 1_000, `other clients' p99 ${p99.toFixed(0)} ms`);
 });
 
+hostile(
+  "100 unauthenticated sockets announcing 500 KB and sending nothing hold no budget: keyed requests meanwhile get 200; each gets 408 after the body timeout",
+  async () => {
+    const { hostname, port } = new URL(stack.base);
+    const idle: { socket: Socket; answer: Promise<{ ms: number; text: string }> }[] = [];
+    for (let i = 0; i < 100; i++) {
+      const socket = connect(Number(port), hostname);
+      const started = Date.now();
+      let text = "";
+      socket.on("data", (d: Buffer) => (text += d.toString()));
+      socket.on("error", () => {});
+      const answer = new Promise<{ ms: number; text: string }>((resolve) =>
+        socket.on("close", () => resolve({ ms: Date.now() - started, text })),
+      );
+      // Half trickle a byte now and then; the server never learns a writeKey from any of them.
+      socket.write(`POST /v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500000\r\n\r\n`);
+      if (i % 2 === 1) {
+        const timer = setInterval(() => (socket.writable ? socket.write(" ") : clearInterval(timer)), 200);
+        socket.on("close", () => clearInterval(timer));
+      }
+      idle.push({ socket, answer });
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    // 100 x 500,000 announced bytes would be 50 MB, past the 32 MiB budget; 110 KB keyed batches.
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const batch = Array.from({ length: 50 }, () => ({
+        type: "track",
+        event: "Keyed",
+        userId: "u",
+        messageId: randomUUID(),
+        properties: { pad: "k".repeat(2_000) },
+      }));
+      statuses.push((await stack.post("/v1/batch", { batch })).status);
+    }
+    const answers = await Promise.all(
+      idle.map((o) =>
+        Promise.race([o.answer, new Promise<{ ms: number; text: string }>((r) => setTimeout(() => r({ ms: -1, text: "" }), 10_000))]),
+      ),
+    );
+    idle.forEach((o) => o.socket.destroy());
+    const ms = answers.map((a) => a.ms);
+    console.log(
+      `\n  100 idle unauthenticated bodies: keyed batches ${statuses.join(",")}; idle sockets answered and closed after ${Math.min(...ms)}-${Math.max(...ms)} ms`,
+    );
+    assert.equal(statuses, Array(10).fill(200));
+    assert.ok(
+      answers.every((a) => a.ms >= 1_900 && a.ms < 3_500),
+      `closed after the 2,000 ms body timeout, before the 4,000 ms request timeout: ${ms.join(",")}`,
+    );
+    assert.ok(
+      answers.every((a) => a.text.startsWith("HTTP/1.1 408") && a.text.includes('"body_timeout"')),
+      answers.find((a) => !a.text.startsWith("HTTP/1.1 408"))?.text,
+    );
+  },
+);
+
 hostile("request bodies held past INGEST_MAX_INFLIGHT_BYTES -> 503 overloaded + Retry-After; freed when they end", async () => {
   const budget = new LiveStack({ INGEST_MAX_INFLIGHT_BYTES: "600000" });
   await budget.start();
   try {
-    // A client that announces 400,000 bytes and sends 10: its reservation holds.
+    // A client that announces 400,000 bytes and sends all but 1,000 of them: they are held.
     const url = new URL(`${budget.base}/v1/batch`);
     const stalled = request({
       host: url.hostname,
@@ -178,7 +247,7 @@ hostile("request bodies held past INGEST_MAX_INFLIGHT_BYTES -> 503 overloaded + 
       headers: { authorization: basic("test-key"), "content-type": "application/json", "content-length": "400000" },
     });
     stalled.on("error", () => {});
-    stalled.write('{"batch": [');
+    stalled.write(`{"batch": [${" ".repeat(399_000 - 11)}`);
     await new Promise((r) => setTimeout(r, 300));
     const body = {
       batch: Array.from({ length: 10 }, () => ({
@@ -190,7 +259,7 @@ hostile("request bodies held past INGEST_MAX_INFLIGHT_BYTES -> 503 overloaded + 
       })),
     };
     const refused = await budget.post("/v1/batch", body);
-    assert.is(refused.status, 503, "400,000 held + 250,000 more is over 600,000");
+    assert.is(refused.status, 503, "399,000 held + 250,000 more is over 600,000");
     assert.is(refused.json!.error, "overloaded");
     assert.is(refused.headers.get("retry-after"), "5");
     stalled.destroy();

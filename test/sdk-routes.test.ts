@@ -99,10 +99,13 @@ routes("the mobile upload: gzip, chunked, text/plain, writeKey in the body, to /
   assert.ok(rows.every((r) => r.anonymous_id === "device-1"));
 });
 
-routes("the settings document: Segment.io pointed at this ingest, CORS and Cache-Control; an unknown key is 404", async () => {
+routes("the settings document: Segment.io pointed at this ingest, CORS, private caching by Host; an unknown key is 404", async () => {
   const response = await fetch(`${stack.base}/v1/projects/test-key/settings`, { headers: { origin: "https://shop.example" } });
   assert.is(response.status, 200);
-  assert.match(response.headers.get("cache-control") ?? "", /public, max-age=\d+/);
+  // No PUBLIC_URL: the address in it comes from the request, so no shared cache may keep it.
+  assert.match(response.headers.get("cache-control") ?? "", /^private, max-age=\d+$/);
+  const vary = (response.headers.get("vary") ?? "").split(",").map((v) => v.trim().toLowerCase());
+  for (const header of ["origin", "host", "x-forwarded-host", "x-forwarded-proto"]) assert.ok(vary.includes(header), `Vary: ${vary}`);
   assert.is(response.headers.get("access-control-allow-origin"), "https://shop.example");
   const settings = (await response.json()) as {
     integrations: Record<string, { apiKey: string; apiHost: string; protocol: string }>;

@@ -1,5 +1,14 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { parseWriteKeys } from "../schemas/config";
+import { createApp } from "../ingest/app";
+import { WriteKeys } from "../ingest/auth";
+import { ingestMetrics } from "../ingest/metrics";
+import { TokenBuckets } from "../ingest/ratelimit";
 import { publicAddress, settingsDocument } from "../ingest/settings";
 import { routeTable } from "../ingest/routes";
 
@@ -46,6 +55,67 @@ test("every SDK path is a route: analytics.js's letters, /v1/b and /v1/import", 
     ["/api/public/apps/batch", "batch"],
   ]) {
     assert.is(paths.get(path!), kind, path);
+  }
+});
+
+/**
+ * The ingest app in this process (no Kafka: nothing is produced) behind one trusted proxy,
+ * with or without PUBLIC_URL; `get` fetches the settings with extra request headers.
+ */
+async function settingsApp(publicUrl?: string) {
+  const app = createApp({
+    writeKeys: new WriteKeys(parseWriteKeys(["wk=ws"])),
+    produce: async () => {},
+    isReady: () => true,
+    limits: { maxRequestBytes: 512_000, maxMessageBytes: 32_768, maxBatchMessages: 2_500, maxJsonDepth: 64 },
+    trustedProxies: 1,
+    maxInflightBytes: 32 * 1024 * 1024,
+    bodyTimeoutMs: 10_000,
+    producerBytesHeld: () => 0,
+    corsOrigins: ["*"],
+    retryAfterSeconds: 5,
+    ...(publicUrl === undefined ? {} : { publicUrl }),
+    rateLimit: new TokenBuckets(0, 1),
+    openapi: {},
+    metrics: ingestMetrics(),
+    log: pino({ level: "silent" }),
+  });
+  const server = createServer(app.callback()).listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const get = async (headers: Record<string, string> = {}) => {
+    const response = await fetch(`${base}/v1/projects/wk/settings`, { headers });
+    const doc = (await response.json()) as { integrations: Record<string, { apiHost: string; protocol: string }> };
+    return { headers: response.headers, segment: doc.integrations["Segment.io"]! };
+  };
+  return { get, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+test("without PUBLIC_URL the document follows the forwarded host, so it is private and varies by Host and X-Forwarded-*", async () => {
+  const app = await settingsApp();
+  try {
+    const a = await app.get({ "x-forwarded-host": "a.example", "x-forwarded-proto": "https" });
+    const b = await app.get({ "x-forwarded-host": "evil.example" });
+    assert.is(a.segment.apiHost, "a.example/v1");
+    assert.is(a.segment.protocol, "https");
+    assert.is(b.segment.apiHost, "evil.example/v1", "what a shared cache must not hand to other clients");
+    assert.match(a.headers.get("cache-control") ?? "", /^private, max-age=\d+$/);
+    assert.not.match(a.headers.get("cache-control") ?? "", "public");
+    assert.match(a.headers.get("vary") ?? "", /Host, X-Forwarded-Host, X-Forwarded-Proto/);
+  } finally {
+    await app.close();
+  }
+});
+
+test("with PUBLIC_URL the document is the same for every request and publicly cacheable", async () => {
+  const app = await settingsApp("https://ingest.example.com");
+  try {
+    const a = await app.get({ "x-forwarded-host": "evil.example" });
+    assert.is(a.segment.apiHost, "ingest.example.com/v1", "the forwarded host is ignored");
+    assert.match(a.headers.get("cache-control") ?? "", /^public, max-age=\d+$/);
+    assert.not.match(a.headers.get("vary") ?? "", /Host/);
+  } finally {
+    await app.close();
   }
 });
 
