@@ -2,7 +2,7 @@
  * The operator CLI and the container image's entrypoint:
  *   ingest | sink            run a service until SIGTERM
  *   migrate                  create topics and apply ClickHouse migrations, then exit
- *   dlq replay               send dead letters back to the events topic, then exit
+ *   dlq replay               send the dead letters there are when it starts back to their topic, then exit
  *   retention                drop the events partitions past RETENTION_DAYS, then exit (the sink also runs it hourly)
  *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
@@ -14,14 +14,14 @@ import { userInfo } from "node:os";
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
-import { kafkaConfig, setupConfig, sinkConfig } from "../schemas/config";
+import { kafkaConfig, privacyConfig, setupConfig, sinkConfig } from "../schemas/config";
 import { createKey, readKeys, revokeKeys } from "../ingest/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
 import { clientSql, dropExpiredPartitions } from "../sink/migrate";
 import { runPrivacyRequest } from "../sink/privacy";
 import { clusterSettings } from "../schemas/clickhouse";
-import { replayDeadLetters } from "../sink/replay";
+import { replayDeadLetters, replayGroupId } from "../sink/replay";
 import { runSetup } from "../sink/setup";
 
 const log = pino({ name: "cli" });
@@ -30,7 +30,7 @@ const USAGE = `usage: cli <command>
   ingest        run the ingest service
   sink          run the sink
   migrate       create Kafka topics and apply ClickHouse migrations
-  dlq replay    send dead letters back to the events topic
+  dlq replay    send the dead letters there are now back to their topic, then end
   retention     drop the months of events past RETENTION_DAYS
   keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
   keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
@@ -112,7 +112,7 @@ async function retention(): Promise<number> {
 
 async function dlqReplay(): Promise<number> {
   const config = kafkaConfig(process.env);
-  const groupId = `${sinkConfig(process.env).groupId}-dlq-replay`;
+  const groupId = replayGroupId(sinkConfig(process.env).groupId);
   const kafka = new Kafka({ clientId: `${config.clientId}-dlq-replay`, brokers: config.brokers, logLevel: logLevel.ERROR });
   const replayed = await replayDeadLetters(kafka, config, groupId);
   log.info({ replayed, from: config.dlqTopic, to: config.topic }, "dead letters replayed");
@@ -140,7 +140,7 @@ async function users(args: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const config = setupConfig(process.env);
+  const config = privacyConfig(process.env);
   const kafka = new Kafka({ clientId: `${config.kafka.clientId}-cli`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
   const ch = config.clickhouse;
   const client = createClient({
@@ -151,10 +151,8 @@ async function users(args: string[]): Promise<number> {
   });
   try {
     const request = { action, workspaceId, userId, suppress: flags.has("--suppress"), requestedBy } as const;
-    // PRIVACY_SINK_WAIT_MS: how long to wait for the sink to pass the request's offsets (a stopped
-    // sink drops the user's records when it reads them; docs/OPERATIONS.md).
-    const sinkWaitMs = Number(process.env.PRIVACY_SINK_WAIT_MS ?? 60_000);
-    const report = await runPrivacyRequest(clientSql(client), kafka, config, request, log, { sinkWaitMs, mutationWaitMs: 600_000 });
+    const timing = { sinkWaitMs: config.sinkWaitMs, mutationWaitMs: 600_000 };
+    const report = await runPrivacyRequest(clientSql(client), kafka, config, request, log, timing);
     for (const { table, rows } of report.removed) process.stdout.write(`${table}\t${rows}\n`);
     log.info({ ...report, action, workspaceId, userId }, `users ${action} done`);
     return 0;

@@ -17,12 +17,12 @@ const log = pino({ name: "setup" });
 export async function runSetup(): Promise<void> {
   const config = setupConfig(process.env);
   const kafka = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
-  const { created, replication } = await ensureTopics(kafka, config.kafka, config);
+  const { created, retentionChanged, replication } = await ensureTopics(kafka, config.kafka, config);
   // Its retries log nothing: "coordinator not available" is the expected answer while it waits.
   const quiet = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.NOTHING });
   await waitForGroupCoordinator(quiet, config.groupId);
   log.info(
-    { created, ...replication, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId },
+    { created, retentionChanged, ...replication, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId },
     "kafka topics and group coordinator ready",
   );
   const ch = config.clickhouse;

@@ -1,10 +1,11 @@
 /**
  * Creates the events topic, the rejected topic, the DLQ and the (compacted) suppressions topic if missing, and waits for the sink group's coordinator.
- * Partition count and replication only apply on creation; an existing topic is left as it is.
+ * Partition count and replication only apply on creation; an existing topic keeps them. Retention
+ * (retention.ms) is set on creation, and on an existing topic when its setting is given.
  * Throws if Kafka is unreachable or the replication asked for cannot be had.
  */
-import type { Admin, Kafka } from "kafkajs";
-import type { KafkaConfig, SetupConfig } from "../schemas/config";
+import { ConfigResourceTypes, ConfigSource, type Admin, type Kafka } from "kafkajs";
+import { DEFAULT_RETENTION_MS, type KafkaConfig, type SetupConfig } from "../schemas/config";
 
 /** Replication of the topics setup creates. */
 export interface Replication {
@@ -35,16 +36,25 @@ export function replicationFor(
   return { ok: true, replication: { replicationFactor, minInsyncReplicas } };
 }
 
+/** Settings of setup that ensureTopics uses. */
+export type TopicSettings = Pick<
+  SetupConfig,
+  "partitions" | "replicationFactor" | "minInsyncReplicas" | "eventsRetentionMs" | "rejectedRetentionMs" | "dlqRetentionMs"
+>;
+
 /**
- * Ensures the topics exist, with `partitions` (the DLQ: 1) and the replication replicationFor
- * gives for the cluster; resolves once their leaders are elected. Returns the topics created and
- * the replication used. Throws Error naming the setting when that replication cannot be had.
+ * Ensures the topics exist, with `partitions` (the DLQ: 1), the replication replicationFor gives
+ * for the cluster and their retention.ms (the setting, else DEFAULT_RETENTION_MS; the compacted
+ * suppressions topic has none); resolves once their leaders are elected. An existing topic whose
+ * retention setting is given gets that retention.ms (setTopicRetention). Returns the topics
+ * created, those whose retention was changed, and the replication used. Throws Error naming the
+ * setting when that replication cannot be had.
  */
 export async function ensureTopics(
   kafka: Kafka,
   config: KafkaConfig,
-  setup: Pick<SetupConfig, "partitions" | "replicationFactor" | "minInsyncReplicas">,
-): Promise<{ created: string[]; replication: Replication }> {
+  setup: TopicSettings,
+): Promise<{ created: string[]; retentionChanged: string[]; replication: Replication }> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -54,10 +64,19 @@ export async function ensureTopics(
     const { replicationFactor, minInsyncReplicas } = chosen.replication;
     const existing = new Set(await admin.listTopics());
     const configEntries = [{ name: "min.insync.replicas", value: String(minInsyncReplicas) }];
+    const retention = (ms: number | undefined) => [{ name: "retention.ms", value: String(ms ?? DEFAULT_RETENTION_MS) }];
+    const topics = [
+      { topic: config.topic, numPartitions: setup.partitions, retentionMs: setup.eventsRetentionMs },
+      { topic: config.rejectedTopic, numPartitions: setup.partitions, retentionMs: setup.rejectedRetentionMs },
+      { topic: config.dlqTopic, numPartitions: 1, retentionMs: setup.dlqRetentionMs },
+    ];
     const wanted = [
-      { topic: config.topic, numPartitions: setup.partitions, replicationFactor, configEntries },
-      { topic: config.rejectedTopic, numPartitions: setup.partitions, replicationFactor, configEntries },
-      { topic: config.dlqTopic, numPartitions: 1, replicationFactor, configEntries },
+      ...topics.map(({ topic, numPartitions, retentionMs }) => ({
+        topic,
+        numPartitions,
+        replicationFactor,
+        configEntries: [...configEntries, ...retention(retentionMs)],
+      })),
       // one record per user, the latest kept for ever: every process reads it whole at start
       {
         topic: config.suppressionsTopic,
@@ -73,10 +92,43 @@ export async function ensureTopics(
         wanted.map((t) => t.topic),
       );
     }
-    return { created: wanted.map((t) => t.topic), replication: chosen.replication };
+    const retentionChanged: string[] = [];
+    for (const { topic, retentionMs } of topics) {
+      if (existing.has(topic) && retentionMs !== undefined && (await setTopicRetention(admin, topic, retentionMs)))
+        retentionChanged.push(topic);
+    }
+    return { created: wanted.map((t) => t.topic), retentionChanged, replication: chosen.replication };
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * Sets retention.ms (ms; -1 keeps records for ever) on an existing topic, keeping its other
+ * topic-level settings: kafkajs's alterConfigs replaces the whole set, so the set is read first
+ * (describeConfigs) and written back with retention.ms in it. Resolves true when it changed the
+ * topic, false when the topic already had that value. Throws on a Kafka error, and when the topic
+ * has a sensitive setting, whose value Kafka does not disclose and which would be lost.
+ */
+export async function setTopicRetention(admin: Admin, topic: string, retentionMs: number): Promise<boolean> {
+  const described = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic }],
+  });
+  const own = (described.resources[0]?.configEntries ?? []).filter((e) => e.configSource === ConfigSource.TOPIC_CONFIG);
+  if (own.some((e) => e.configName === "retention.ms" && e.configValue === String(retentionMs))) return false;
+  const hidden = own.filter((e) => e.isSensitive);
+  if (hidden.length > 0) {
+    throw new Error(
+      `topic ${topic} has sensitive settings (${hidden.map((e) => e.configName).join(", ")}) that rewriting its configuration would lose; set retention.ms by hand`,
+    );
+  }
+  const configEntries = [
+    ...own.filter((e) => e.configName !== "retention.ms").map((e) => ({ name: e.configName, value: e.configValue })),
+    { name: "retention.ms", value: String(retentionMs) },
+  ];
+  await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries }] });
+  return true;
 }
 
 /**

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `npm test`: builds, installs chdb-core and Chromium if missing, brings up the local stack (reusing servers
-# that already answer), runs every uvu test - unit tests, live tests against the real Kafka and
-# ClickHouse, and current-ClickHouse checks in chdb - stops what it started, then runs the fault
-# scenarios and the API fuzz on a stack of their own (test/faults/run.sh), then the replicated-Kafka
-# scenarios on three local Kafka nodes (test/faults-cluster/run.sh). Exits non-zero if any test failed.
+# `npm test`: builds, installs chdb-core, Chromium and kustomize if missing, brings up the local
+# stack (reusing servers that already answer), runs every uvu test - unit tests, live tests against
+# the real Kafka and ClickHouse, and current-ClickHouse checks in chdb - stops what it started, then
+# runs the fault scenarios and the API fuzz on a stack of their own (test/faults/run.sh), then the
+# replicated-Kafka scenarios on three local Kafka nodes (test/faults-cluster/run.sh). Exits
+# non-zero if any test failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
@@ -21,6 +22,14 @@ fi
 if [[ -z ${CHROMIUM_PATH:-} ]] && ! command -v chromium >/dev/null 2>&1; then
   echo "test: installing chromium from Debian's packages (first run only)..."
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || exit 1
+fi
+# The real kustomize for the manifest and boot tests (Go module proxy; test/kustomize.ts has the
+# same version). Kept under .stack, so later runs download nothing.
+KUSTOMIZE_VERSION=v5.5.0
+export KUSTOMIZE="${STACK_DIR:-$ROOT/.stack}/kustomize/$KUSTOMIZE_VERSION/kustomize"
+if [[ ! -x $KUSTOMIZE ]]; then
+  echo "test: installing kustomize $KUSTOMIZE_VERSION from the Go module proxy (first run only)..."
+  GOBIN="$(dirname "$KUSTOMIZE")" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" || exit 1
 fi
 stack_up || exit 1
 npx uvu dist/test '\.test\.js$' --ignore faults

@@ -1,12 +1,13 @@
 /**
- * Topic replication (sink/topics.ts): the defaults for a cluster's size, the settings that
- * contradict it, and the topics setup creates on the real local broker (one broker: 1 and 1).
+ * Topic replication and retention (sink/topics.ts): the defaults for a cluster's size, the
+ * settings that contradict it, and the topics setup creates on the real local broker (one broker:
+ * 1 and 1), with their retention.ms read back from the broker (describeConfigs).
  */
 import { randomUUID } from "node:crypto";
 import { ConfigResourceTypes, ConfigSource, Kafka, logLevel } from "kafkajs";
 import { suite, test } from "uvu";
 import * as assert from "uvu/assert";
-import { kafkaConfig, setupConfig } from "../schemas/config";
+import { DEFAULT_RETENTION_MS, kafkaConfig, setupConfig } from "../schemas/config";
 import { ensureTopics, replicationFor } from "../sink/topics";
 
 test("defaults: 3 and 2 on three brokers or more, every broker and one less on fewer, 1 and 1 on one", () => {
@@ -85,6 +86,77 @@ live("on the one local broker setup creates every topic with 1 replica and min.i
       [1, 1],
     );
     await admin.deleteTopics({ topics: created });
+  } finally {
+    await admin.disconnect();
+  }
+});
+
+/** The topic-level value and source of each config name, per topic, as the broker reports them. */
+async function topicConfigs(topics: string[], configNames: string[]): Promise<Record<string, Record<string, [string, ConfigSource]>>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const described = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames })),
+    });
+    const out: Record<string, Record<string, [string, ConfigSource]>> = {};
+    for (const r of described.resources)
+      out[r.resourceName] = Object.fromEntries(r.configEntries.map((e) => [e.configName, [e.configValue, e.configSource]]));
+    return out;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+live("retention: 30 days on creation; a given setting also changes an existing topic and keeps its other settings", async () => {
+  const config = names();
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    // The events topic exists already, made by hand with its own retention (1 day) and message size.
+    await admin.createTopics({
+      topics: [
+        {
+          topic: config.topic,
+          numPartitions: 1,
+          configEntries: [
+            { name: "retention.ms", value: "86400000" },
+            { name: "max.message.bytes", value: "2000000" },
+          ],
+        },
+      ],
+    });
+    const first = await ensureTopics(kafka, config, { partitions: 1 });
+    assert.equal(first.created, [config.rejectedTopic, config.dlqTopic, config.suppressionsTopic]);
+    assert.equal(first.retentionChanged, [], "unset: an existing topic keeps its retention");
+    const names4 = [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic];
+    const keys = ["retention.ms", "cleanup.policy", "min.insync.replicas", "max.message.bytes"];
+    let read = await topicConfigs(names4, keys);
+    const thirtyDays = [String(DEFAULT_RETENTION_MS), ConfigSource.TOPIC_CONFIG];
+    assert.equal(read[config.topic]!["retention.ms"], ["86400000", ConfigSource.TOPIC_CONFIG]);
+    assert.equal(read[config.rejectedTopic]!["retention.ms"], thirtyDays);
+    assert.equal(read[config.dlqTopic]!["retention.ms"], thirtyDays);
+    assert.is.not(read[config.suppressionsTopic]!["retention.ms"]![1], ConfigSource.TOPIC_CONFIG, "compacted: no retention set");
+    assert.equal(read[config.suppressionsTopic]!["cleanup.policy"], ["compact", ConfigSource.TOPIC_CONFIG]);
+
+    // Settings given: the existing events topic and the DLQ change, the rest keep theirs.
+    const second = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
+    assert.equal(second.created, []);
+    assert.equal(second.retentionChanged, [config.topic, config.dlqTopic]);
+    read = await topicConfigs(names4, keys);
+    assert.equal(read[config.topic]!["retention.ms"], ["604800000", ConfigSource.TOPIC_CONFIG]);
+    assert.equal(read[config.topic]!["max.message.bytes"], ["2000000", ConfigSource.TOPIC_CONFIG], "its own setting is kept");
+    assert.equal(read[config.dlqTopic]!["retention.ms"], ["-1", ConfigSource.TOPIC_CONFIG]);
+    assert.equal(read[config.dlqTopic]!["min.insync.replicas"], ["1", ConfigSource.TOPIC_CONFIG], "setup's own setting is kept");
+    assert.equal(read[config.rejectedTopic]!["retention.ms"], thirtyDays);
+    assert.equal(read[config.suppressionsTopic]!["cleanup.policy"], ["compact", ConfigSource.TOPIC_CONFIG], "compaction untouched");
+    assert.is.not(read[config.suppressionsTopic]!["retention.ms"]![1], ConfigSource.TOPIC_CONFIG);
+
+    // Again with the same settings: nothing to change.
+    const third = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
+    assert.equal(third.retentionChanged, []);
+    await admin.deleteTopics({ topics: names4 });
   } finally {
     await admin.disconnect();
   }
