@@ -24,6 +24,11 @@ export interface SinkMetrics {
   consumerLag: Gauge<"topic" | "partition">;
   /** ms time of the last acknowledged flush, by topic (the start time before the first). */
   lastInsertAt: Map<string, number>;
+  /**
+   * ms time of the oldest dead letter not yet replayed, by DLQ topic; absent when there is none
+   * (sink/replay.ts oldestDeadLetterTime).
+   */
+  dlqOldestAt: Map<string, number>;
   /** Time from the ingest's receivedAt to the insert's acknowledgement, s. */
   eventDelaySeconds: Histogram;
   /** Offset commits, by outcome. */
@@ -34,11 +39,15 @@ export interface SinkMetrics {
  * Creates the metrics on a fresh registry, with Node's process metrics prefixed `sink_`.
  * `sink_last_insert_age_seconds{topic}` is computed at scrape time from `lastInsertAt`: alert
  * when it grows while `sink_consumer_lag_records` is above 0 (a stalled sink).
+ * `sink_dlq_oldest_seconds{topic}`, one series per topic of `dlqTopics`, is computed at scrape
+ * time from `dlqOldestAt` (0 when a topic has no entry): it keeps growing between two reads of
+ * the DLQ.
  */
-export function sinkMetrics(topics: string[], startedAt = Date.now()): SinkMetrics {
+export function sinkMetrics(topics: string[], startedAt = Date.now(), dlqTopics: string[] = []): SinkMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "sink_" });
   const lastInsertAt = new Map(topics.map((t) => [t, startedAt]));
+  const dlqOldestAt = new Map<string, number>();
   new Gauge({
     name: "sink_last_insert_age_seconds",
     help: "Seconds since ClickHouse last acknowledged a flush (since start before the first)",
@@ -49,9 +58,23 @@ export function sinkMetrics(topics: string[], startedAt = Date.now()): SinkMetri
       for (const [topic, at] of lastInsertAt) this.set({ topic }, (now - at) / 1000);
     },
   });
+  new Gauge({
+    name: "sink_dlq_oldest_seconds",
+    help: "Age of the oldest dead letter not yet replayed, s (0 when there is none)",
+    labelNames: ["topic"],
+    registers: [registry],
+    collect() {
+      const now = Date.now();
+      for (const topic of dlqTopics) {
+        const at = dlqOldestAt.get(topic);
+        this.set({ topic }, at === undefined ? 0 : Math.max(0, (now - at) / 1000));
+      }
+    },
+  });
   return {
     registry,
     lastInsertAt,
+    dlqOldestAt,
     batchRows: new Histogram({
       name: "sink_batch_rows",
       help: "Rows per insert (one flush of every partition's batch)",

@@ -25,9 +25,11 @@ import { runLoop, type LoopHealth } from "./consumer";
 import { withCrashHook } from "./crash";
 import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
+import { checkSinkRights } from "./grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clientSql, dropExpiredPartitions, serverPartitionsPerInsert } from "./migrate";
 import { eventLineMonth, partitionChunks } from "./partitions";
+import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./replay";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
 import { KeyPartitioner } from "../schemas/kafka-partitioner";
 
@@ -36,6 +38,9 @@ const PROBE_INTERVAL_MS = 2_000;
 
 /** How often the sink drops partitions past RETENTION_DAYS (after once at start), ms. */
 const RETENTION_INTERVAL_MS = 3_600_000;
+
+/** How often the age of the oldest dead letter is read (also at start and after each DLQ send), ms. */
+const DLQ_AGE_INTERVAL_MS = 60_000;
 
 /** A running sink. */
 export interface RunningSink {
@@ -77,6 +82,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const admin = kafka.admin({ retry: { retries: 0 } });
 
   await client.ping();
+  await checkSinkRights(client, ch); // names every right the user lacks, rather than retrying inserts for ever
   for (const [table, columns] of [
     [ch.table, EVENT_ROW_COLUMNS],
     [REJECTED_TABLE, REJECTED_ROW_COLUMNS],
@@ -94,7 +100,13 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     topic: config.kafka.dlqTopic,
     maxMessageBytes: await topicMaxMessageBytes(kafka, config.kafka.dlqTopic, config.kafka.maxMessageBytes),
   };
-  const metrics = sinkMetrics([config.kafka.topic, config.kafka.rejectedTopic]);
+  const metrics = sinkMetrics([config.kafka.topic, config.kafka.rejectedTopic], Date.now(), [dlq.topic]);
+  const readDlqAge = oldestDeadLetterTime(admin, dlq.topic, replayGroupId(config.groupId));
+  const dlqAge = coalescedRefresh(
+    () => readDlqAge(),
+    (at) => (at === undefined ? metrics.dlqOldestAt.delete(dlq.topic) : metrics.dlqOldestAt.set(dlq.topic, at)),
+    (error) => log.debug({ err: error }, "dlq age not read"),
+  );
   const common = {
     batchRecords: config.batchRecords,
     batchBytes: config.batchBytes,
@@ -104,7 +116,10 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     metrics,
     log,
   };
-  const deadLettersOf = (topic: string) => (letters: DeadLetter[]) => sendDeadLetters(dlqProducer, dlq, topic, letters, new Date());
+  const deadLettersOf = (topic: string) => async (letters: DeadLetter[]) => {
+    await sendDeadLetters(dlqProducer, dlq, topic, letters, new Date());
+    if (letters.length > 0) void dlqAge.refresh();
+  };
   const eventsTable = quoteIdent(ch.table);
   const rejectedTable = quoteIdent(REJECTED_TABLE);
   const loops = [
@@ -144,6 +159,8 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     );
     void readLag(admin, groups, metrics).catch((error: unknown) => log.debug({ err: error }, "lag not read"));
   }, PROBE_INTERVAL_MS);
+  void dlqAge.refresh();
+  const dlqAgeTimer = setInterval(() => void dlqAge.refresh(), DLQ_AGE_INTERVAL_MS);
   // Retention on 18.16, which has no TTL (on current ClickHouse the TTL also applies). Every sink
   // replica runs it; dropping a partition that is already gone is a no-op. Failures are logged and
   // retried at the next tick: retention never stops the sink.
@@ -172,6 +189,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     address,
     stop: async (abortAfterMs) => {
       clearInterval(probe);
+      clearInterval(dlqAgeTimer);
       clearInterval(retention);
       await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
       await Promise.all([dlqProducer.disconnect(), admin.disconnect(), suppressions.stop()]);

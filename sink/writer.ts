@@ -80,14 +80,28 @@ export async function missingColumns(
   return wanted.filter((c) => !have.has(c));
 }
 
+/** The probe's statement (clickhouseProbe); its data, PROBE_BODY, follows it or is the request's body. */
+export function probeQuery(table: string, columns?: readonly string[]): string {
+  return `INSERT INTO ${table}${columns === undefined ? "" : ` (${columns.join(", ")})`} FORMAT JSONEachRow`;
+}
+
+/** The probe's data: no rows. */
+export const PROBE_BODY = "\n";
+
 /**
- * A probe bound to a client and a (quoted) table: an INSERT of no rows from the table itself,
- * which fails when the table is gone, read-only, or the user may not insert, and succeeds in
- * milliseconds otherwise.
+ * A probe bound to a client and a (quoted) table, with the columns the sink names when it
+ * inserts: an INSERT of no rows (JSONEachRow, a body of one newline), which fails when the table
+ * is gone or read-only or the user may not insert into it, and succeeds in milliseconds
+ * otherwise. It needs the INSERT right only (no SELECT), on 18.16 and current ClickHouse alike.
+ * The newline makes it an insert of no rows rather than one without data, which current
+ * ClickHouse's own clients refuse (NO_DATA_TO_INSERT). Throws ClickHouse's error or the connection's.
  */
-export function clickhouseProbe(client: ClickHouseClient, table: string): ProbeInsert {
+export function clickhouseProbe(client: ClickHouseClient, table: string, columns?: readonly string[]): ProbeInsert {
+  const query = probeQuery(table, columns);
   return async () => {
-    await client.command({ query: `INSERT INTO ${table} SELECT * FROM ${table} WHERE 0` });
+    const result = await client.exec({ query, values: Readable.from([Buffer.from(PROBE_BODY)]) });
+    result.stream.resume();
+    await finished(result.stream);
   };
 }
 

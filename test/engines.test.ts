@@ -20,7 +20,16 @@ import type { BatchItem, DeadLetter, PartitionBatch } from "../sink/batch";
 import { Flusher } from "../sink/flush";
 import { clientSql, migrate, serverPartitionsPerInsert, type Sql } from "../sink/migrate";
 import { eventLineMonth, partitionChunks } from "../sink/partitions";
-import { classifyInsertError, clickhouseInsertLines, clickhouseProbe, joinLines, type InsertRows, type ProbeInsert } from "../sink/writer";
+import {
+  classifyInsertError,
+  clickhouseInsertLines,
+  clickhouseProbe,
+  joinLines,
+  PROBE_BODY,
+  probeQuery,
+  type InsertRows,
+  type ProbeInsert,
+} from "../sink/writer";
 import { Chdb } from "./chdb";
 
 /** One engine: its Sql, and the sink's insert and probe for a (quoted) table on it. */
@@ -199,7 +208,7 @@ engineSuite(
       dialect: "legacy",
       sql: clientSql(client),
       insertLines: (table) => clickhouseInsertLines(client, table, EVENT_ROW_COLUMNS),
-      probe: (table) => clickhouseProbe(client, table),
+      probe: (table) => clickhouseProbe(client, table, EVENT_ROW_COLUMNS),
     };
   },
   () => client.close(),
@@ -220,7 +229,7 @@ engineSuite(
         chdb.command(
           `INSERT INTO ${table} (${EVENT_ROW_COLUMNS.join(", ")}) SETTINGS date_time_input_format = 'best_effort' FORMAT JSONEachRow\n${joinLines(rows).toString()}`,
         ),
-      probe: (table) => () => chdb.command(`INSERT INTO ${table} SELECT * FROM ${table} WHERE 0`),
+      probe: (table) => () => chdb.command(`${probeQuery(table, EVENT_ROW_COLUMNS)}\n${PROBE_BODY}`),
     };
   },
   () => chdb.close(),

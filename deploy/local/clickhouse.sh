@@ -111,6 +111,13 @@ EOF
             <use_uncompressed_cache>0</use_uncompressed_cache>
             <load_balancing>random</load_balancing>
         </default>
+        <!-- For test/grants.test.ts: a sink logged in as these users must refuse to start. -->
+        <readonly>
+            <readonly>1</readonly>
+        </readonly>
+        <no_ddl>
+            <allow_ddl>0</allow_ddl>
+        </no_ddl>
     </profiles>
     <users>
         <default>
@@ -122,6 +129,24 @@ EOF
             <profile>default</profile>
             <quota>default</quota>
         </default>
+        <sink_readonly>
+            <password></password>
+            <networks>
+                <ip>::1</ip>
+                <ip>127.0.0.1</ip>
+            </networks>
+            <profile>readonly</profile>
+            <quota>default</quota>
+        </sink_readonly>
+        <sink_no_ddl>
+            <password></password>
+            <networks>
+                <ip>::1</ip>
+                <ip>127.0.0.1</ip>
+            </networks>
+            <profile>no_ddl</profile>
+            <quota>default</quota>
+        </sink_no_ddl>
     </users>
     <quotas>
         <default>
