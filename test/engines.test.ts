@@ -7,7 +7,8 @@
  * `max_partitions_per_insert_block`); without the split the refusal is narrowed by bisection, not
  * retried for ever; a poison row becomes a dead letter and the rest land; the probe tells a
  * table that takes inserts from one that does not; the ends of the storable time range are
- * stored as sent; the migration's copy of a table holding 150 months succeeds.
+ * stored as sent; the migration's copy of a table holding 150 months succeeds; a deletion's
+ * mutations run and leave every row of the users a planted link names.
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
@@ -15,6 +16,7 @@ import * as assert from "uvu/assert";
 import { unpartitionedEventsTableDdl, type Dialect } from "../schemas/clickhouse";
 import { clickhouseConfig, type ClickHouseConfig } from "../schemas/config";
 import type { Message } from "../schemas/messages";
+import { deletionTargets, linkedIdsQuery } from "../schemas/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../schemas/row";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../sink/batch";
 import { Flusher } from "../sink/flush";
@@ -106,7 +108,8 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     engine = await open();
   });
   s.after(async () => {
-    for (const tag of ["spread", "bisect", "poison", "ends", "copy"]) await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
+    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy"])
+      await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
   });
 
@@ -192,6 +195,61 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     assert.is(result.moved?.rows, 150);
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.events FINAL`), 150);
     assert.is(await count(engine.sql, `SELECT uniqExact(toYYYYMM(event_date)) AS n FROM \`${d}\`.events`), 150);
+  });
+
+  s("a deletion runs on this engine and touches only the person asked for (a planted link reaches no identified row)", async () => {
+    const d = db("privacy");
+    await migrate(engine.sql, scratch(d));
+    const at = "2026-11-24T10:00:00.000Z";
+    const row = (m: Record<string, unknown>) =>
+      Buffer.from(
+        JSON.stringify(
+          messageRow(m as unknown as Message, {
+            workspaceId: "ws1",
+            receivedAt: at,
+            sentAt: null,
+            originalTimestamp: at,
+            timestamp: at,
+            context: undefined,
+          }),
+        ),
+      );
+    const rows = [
+      row({ type: "identify", messageId: "a1", userId: "alice", anonymousId: "alice-dev", traits: { plan: "pro" } }),
+      row({ type: "track", messageId: "a2", userId: "alice", event: "E" }),
+      row({ type: "track", messageId: "a3", userId: "alice", event: "E" }),
+      row({ type: "page", messageId: "a4", anonymousId: "alice-dev" }),
+      row({ type: "identify", messageId: "m1", userId: "mallory", anonymousId: "alice" }), // the planted link
+      row({ type: "track", messageId: "m2", userId: "mallory", event: "E" }),
+      row({ type: "page", messageId: "m3", anonymousId: "alice" }), // anonymous, under the linked id
+    ];
+    const { flusher } = flusherFor(engine, `\`${d}\`.events`, 100);
+    await flusher.write([batchOf(rows)]);
+    const linked = (await engine.sql.rows<{ id: string }>(linkedIdsQuery(d, "events", "ws1", "mallory"))).map((r) => r.id);
+    assert.equal(linked, ["alice"]);
+    for (const target of deletionTargets(d, "events", "ws1", "mallory", linked, Date.parse(at) / 1000 + 60)) {
+      if ((await count(engine.sql, target.count)) === 0) continue;
+      await engine.sql.command(target.mutation);
+      for (
+        let tries = 0;
+        (await count(engine.sql, `SELECT count() AS n FROM system.mutations WHERE database = '${d}' AND NOT is_done`)) > 0;
+        tries++
+      ) {
+        assert.ok(tries < 300, "the mutation is applied within 60 s");
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    const ids = await engine.sql.rows<{ message_id: string }>(`SELECT message_id FROM \`${d}\`.events FINAL ORDER BY message_id`);
+    assert.equal(
+      ids.map((r) => r.message_id),
+      ["a1", "a2", "a3", "a4"],
+    );
+    assert.is(
+      (await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'alice'`)) > 0,
+      true,
+      "alice's users row stays",
+    );
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
   });
 
   s.run();
