@@ -1,0 +1,129 @@
+/**
+ * The suppressions follower's answer to a kafkajs crash (schemas/suppressions.ts): the backoff,
+ * the offsets already applied, and the reconnection with a stand-in for the kafkajs Consumer
+ * (only which calls are made is checked). The follower against a real broker stopped for 90 s is
+ * fault scenario 10 (test/faults/privacy.test.ts).
+ */
+import { EventEmitter } from "node:events";
+import pino from "pino";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { AppliedOffsets, reconnectDelayMs, reconnectOnCrash, type CrashableConsumer } from "../schemas/suppressions";
+
+const log = pino({ level: "silent" });
+const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("reconnectDelayMs: the minimum first, doubling, capped at the maximum", () => {
+  const backoff = { minMs: 500, maxMs: 5_000 };
+  assert.equal(
+    [1, 2, 3, 4, 5, 6, 100].map((a) => reconnectDelayMs(a, backoff)),
+    [500, 1_000, 2_000, 4_000, 5_000, 5_000, 5_000],
+  );
+  assert.is(reconnectDelayMs(0, backoff), 500, "an attempt below 1 waits the minimum");
+});
+
+test("AppliedOffsets: a record is new once per partition; a re-read from the start is skipped", () => {
+  const applied = new AppliedOffsets();
+  assert.equal(
+    ["0", "1", "5"].map((o) => applied.take(0, o)),
+    [true, true, true],
+    "compaction leaves gaps: still new",
+  );
+  assert.equal(
+    ["0", "1", "5"].map((o) => applied.take(0, o)),
+    [false, false, false],
+    "read again after a restart",
+  );
+  assert.is(applied.take(0, "6"), true, "past the last one applied");
+  assert.is(applied.take(1, "0"), true, "partitions are counted apart");
+  assert.is(applied.take(0, "9007199254740993"), true, "offsets beyond 2^53 compare exactly");
+  assert.is(applied.take(0, "9007199254740992"), false);
+});
+
+/** Records the calls; the first `failConnects` connects fail; `begin` may emit a crash of its own. */
+function standIn(failConnects = 0) {
+  const calls: string[] = [];
+  const emitter = new EventEmitter();
+  let connectsLeft = failConnects;
+  let crashInBegin = 0;
+  const consumer = {
+    events: { CRASH: "consumer.crash", GROUP_JOIN: "consumer.group_join" },
+    on: (event: string, listener: (e: unknown) => void) => emitter.on(event, listener),
+    connect: async () => {
+      calls.push("connect");
+      if (connectsLeft-- > 0) throw new Error("connect ECONNREFUSED");
+    },
+    disconnect: async () => void calls.push("disconnect"),
+  } as unknown as CrashableConsumer;
+  const crash = (restart: boolean) =>
+    emitter.emit("consumer.crash", { payload: { error: new Error("Failed to find group coordinator"), groupId: "g", restart } });
+  const begin = async () => {
+    calls.push("begin");
+    // kafkajs's run() resolves after a failed join, having emitted the crash itself.
+    if (crashInBegin-- > 0) crash(false);
+    else emitter.emit("consumer.group_join", {});
+  };
+  return { calls, crash, consumer, begin, crashInBegin: (n: number) => (crashInBegin = n) };
+}
+
+const backoff = { minMs: 5, maxMs: 20 };
+
+test("a crash kafkajs will not restart: connect and begin again, with backoff until connect succeeds", async () => {
+  const { calls, crash, consumer, begin } = standIn(2);
+  const keeper = reconnectOnCrash(consumer, begin, backoff, log, "suppressions");
+  try {
+    crash(false);
+    await settle(150);
+    assert.equal(calls, ["connect", "connect", "connect", "begin"]);
+  } finally {
+    keeper.stop();
+  }
+});
+
+test("a crash during an attempt (the join failed inside run) schedules one more attempt, never two at once", async () => {
+  const { calls, crash, consumer, begin, crashInBegin } = standIn();
+  const keeper = reconnectOnCrash(consumer, begin, backoff, log, "suppressions");
+  try {
+    crashInBegin(2);
+    crash(false);
+    crash(false); // a second report while the first attempt waits: still one attempt
+    await settle(200);
+    assert.equal(calls, ["connect", "begin", "connect", "begin", "connect", "begin"]);
+  } finally {
+    keeper.stop();
+  }
+});
+
+test("a crash kafkajs restarts itself is left to kafkajs; after stop nothing reconnects", async () => {
+  const { calls, crash, consumer, begin } = standIn();
+  const keeper = reconnectOnCrash(consumer, begin, backoff, log, "suppressions");
+  crash(true);
+  await settle(50);
+  assert.equal(calls, []);
+  crash(false);
+  keeper.stop(); // before the scheduled attempt
+  await settle(50);
+  crash(false);
+  await settle(50);
+  assert.equal(calls, []);
+});
+
+test("stop during an attempt: what it connected is disconnected, and nothing begins", async () => {
+  const { calls, crash, consumer } = standIn();
+  let release: () => void = () => {};
+  const slowBegin = () =>
+    new Promise<void>((resolve) => {
+      calls.push("begin");
+      release = resolve;
+    });
+  const keeper = reconnectOnCrash(consumer, slowBegin, backoff, log, "suppressions");
+  crash(false);
+  await settle(30);
+  assert.equal(calls, ["connect", "begin"]);
+  keeper.stop();
+  release();
+  await settle(20);
+  assert.equal(calls, ["connect", "begin", "disconnect"]);
+});
+
+test.run();
