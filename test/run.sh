@@ -36,12 +36,12 @@ npx uvu dist/test '\.test\.js$' --ignore faults
 rc=$?
 stack_down
 # The fault scenarios and the fuzz run bring up a Kafka and a ClickHouse of their own.
-# FAULTS=0 skips them (about 14 minutes on 2 cores, the fuzz run included).
+# FAULTS=0 skips them (8 to 15 minutes on 2 cores, the fuzz run included).
 if [[ ${FAULTS:-1} != 0 ]]; then
   bash test/faults/run.sh || rc=1
 fi
 # The cluster scenarios (three Kafka nodes, ClickHouse 2 shards x 2 replicas; about 4 minutes) are
-# `npm run test:cluster`, a suite of their own that keeps npm test nearer 20 minutes; CLUSTER=1
+# `npm run test:cluster`, a suite of their own that keeps npm test under 20 minutes; CLUSTER=1
 # runs them here too.
 if [[ ${CLUSTER:-0} != 0 ]]; then
   bash test/faults-cluster/run.sh || rc=1
