@@ -20,7 +20,7 @@ import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
 import { clientSql, dropExpiredPartitions } from "../sink/migrate";
 import { runPrivacyRequest } from "../sink/privacy";
-import { clusterSettings } from "../schemas/clickhouse";
+import { clusterSettings } from "../schemas/clickhouse/sql";
 import { replayDeadLetters, replayGroupId } from "../sink/replay";
 import { runSetup } from "../sink/setup";
 

@@ -9,7 +9,7 @@ import Router from "@koa/router";
 import Koa from "koa";
 import type { Logger } from "pino";
 import type { EventRecord } from "../schemas/envelope";
-import { itemIds, type PrivacyList } from "../schemas/privacy";
+import { itemIds, type PrivacyList } from "../schemas/privacy/list";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 import type { AuthHeaders, WriteKeys } from "./auth";
 import { readBody } from "./body";
@@ -75,7 +75,7 @@ export interface AppDeps {
   /** The OpenAPI document served at /openapi.json. */
   openapi: object;
   metrics: IngestMetrics;
-  /** Users deleted or suppressed (schemas/suppressions.ts follows the topic); absent: none. */
+  /** Users deleted or suppressed (schemas/privacy/follower.ts follows the topic); absent: none. */
   privacy?: PrivacyList;
   /** Each request logs through a child with its request id; never a writeKey or a body at info. */
   log: Logger;
@@ -303,7 +303,7 @@ function parseTopLevel(text: string, limits: Limits): Record<string, unknown> {
 
 /**
  * The messages and refused items of suppressed users taken out: the request is still answered
- * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy.ts).
+ * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy/list.ts).
  */
 function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
   if (list.size === 0) return sorted;

@@ -122,7 +122,7 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
 
 /**
  * How far from its arrival a client's time may lie and still place the event (its day and
- * partition, schemas/clickhouse.ts EVENT_DATE), ms. Outside, the message is stored with the day
+ * partition, schemas/clickhouse/ EVENT_DATE), ms. Outside, the message is stored with the day
  * it arrived and the client's text is kept in `extra` under its own name: a device's broken
  * clock (1970, 2040) or a hostile client cannot spread rows over thousands of monthly
  * partitions (on 18.16 a FINAL read of 1,000 parts runs out of memory; current ClickHouse refuses

@@ -22,7 +22,7 @@ export interface IngestMetrics {
   requestsRefused: Counter<"reason">;
   /** Batch items (or single messages) refused and kept in `rejected_messages`. */
   messagesRejected: Counter;
-  /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy.ts). */
+  /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
   messagesSuppressed: Counter;
 }
 

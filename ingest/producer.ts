@@ -8,8 +8,8 @@
  */
 import type { Producer } from "kafkajs";
 import type { EventRecord } from "../schemas/envelope";
-import { chunkByBytes, recordBytes } from "../schemas/kafka-limits";
-import { sendWhole } from "../schemas/kafka-send";
+import { chunkByBytes, recordBytes } from "../schemas/kafka/limits";
+import { sendWhole } from "../schemas/kafka/producer";
 import type { IngestMetrics } from "./metrics";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
@@ -19,7 +19,7 @@ export type SendBatch = (records: EventRecord[]) => Promise<void>;
  * The one Kafka send of the ingest: events to `topics.topic`, refused items to
  * `topics.rejectedTopic`, in one kafkajs sendBatch with acks=-1 (every in-sync replica has the
  * records before it resolves) and `timeoutMs` as the broker's request timeout, sent again whole
- * on failure until `timeoutMs` (schemas/kafka-send.ts). Throws kafkajs's errors (retriable by the
+ * on failure until `timeoutMs` (schemas/kafka/producer.ts). Throws kafkajs's errors (retriable by the
  * client: the app answers 503).
  */
 export function kafkaSend(
@@ -71,7 +71,7 @@ export interface AccumulatorOptions {
   /** Send at once when this many records are pending. */
   maxBatch: number;
   /**
-   * Most bytes of one send (schemas/kafka-limits.ts recordBytes): pending records over it are
+   * Most bytes of one send (schemas/kafka/limits.ts recordBytes): pending records over it are
    * sent in several sends, and a request is acknowledged once every send holding its records
    * is. Default: no limit.
    */

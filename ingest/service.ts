@@ -16,12 +16,12 @@ import { readKeys, watchKeysFile } from "./keys";
 import { ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
-import { topicMaxMessageBytes } from "../schemas/kafka-limits";
-import { PRODUCER_RETRY } from "../schemas/kafka-send";
-import { PrivacyList } from "../schemas/privacy";
-import { followSuppressions } from "../schemas/suppressions";
+import { topicMaxMessageBytes } from "../schemas/kafka/limits";
+import { PRODUCER_RETRY } from "../schemas/kafka/producer";
+import { PrivacyList } from "../schemas/privacy/list";
+import { followSuppressions } from "../schemas/privacy/follower";
 import { TokenBuckets } from "./ratelimit";
-import { KeyPartitioner } from "../schemas/kafka-partitioner";
+import { KeyPartitioner } from "../schemas/kafka/partitioner";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
@@ -51,7 +51,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: KeyPartitioner,
-    retry: PRODUCER_RETRY, // a failed send is sent again whole by kafkaSend (schemas/kafka-send.ts)
+    retry: PRODUCER_RETRY, // a failed send is sent again whole by kafkaSend (schemas/kafka/producer.ts)
   });
   const admin = kafka.admin({ retry: { retries: 0 } });
   await producer.connect();

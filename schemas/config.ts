@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import typia, { tags } from "typia";
-import { tableNameConflict } from "./clickhouse";
+import { tableNameConflict } from "./clickhouse/tables";
 
 type Port = number & tags.Type<"uint32"> & tags.Minimum<1> & tags.Maximum<65535>;
 type Positive = number & tags.Type<"uint32"> & tags.Minimum<1>;
@@ -23,7 +23,7 @@ export interface KafkaConfig {
   rejectedTopic: Name;
   /**
    * Compacted topic of users deleted or suppressed (env KAFKA_SUPPRESSIONS_TOPIC), one record
-   * per user (schemas/privacy.ts); every ingest and sink reads it whole and follows it.
+   * per user (schemas/privacy/list.ts); every ingest and sink reads it whole and follows it.
    */
   suppressionsTopic: Name;
   /**

@@ -21,7 +21,7 @@ export interface LoopDeps<Row> {
   /** Record value -> row or DLQ reason (sink/decode.ts). */
   decode: (value: Buffer | null) => DecodeResult<Row>;
   /**
-   * Whether a decoded row belongs to a deleted or suppressed user (schemas/privacy.ts): it is
+   * Whether a decoded row belongs to a deleted or suppressed user (schemas/privacy/list.ts): it is
    * then not stored, and its offset is committed.
    */
   drops?: (row: Row) => boolean;

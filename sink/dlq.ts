@@ -1,12 +1,12 @@
 /**
  * Dead letters -> the DLQ topic, with the original key and value and the reason, step, time and
- * source in headers, in sends of at most `maxMessageBytes` each (schemas/kafka-limits.ts). A
+ * source in headers, in sends of at most `maxMessageBytes` each (schemas/kafka/limits.ts). A
  * failed send throws (retriable); the sink retries all of them before committing, so a record
  * is never both uncommitted-lost and un-dead-lettered (a retry may dead-letter one twice).
  */
 import type { Producer } from "kafkajs";
 import { DLQ_HEADERS } from "../schemas/envelope";
-import { chunkByBytes, recordBytes } from "../schemas/kafka-limits";
+import { chunkByBytes, recordBytes } from "../schemas/kafka/limits";
 import type { DeadLetter } from "./batch";
 
 /** Sends dead letters of one topic to the DLQ topic (acks=all), chunked by bytes. */

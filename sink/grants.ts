@@ -8,7 +8,8 @@
  * see every insert refused with a code the sink does not know as a data error, and retry for ever.
  */
 import type { ClickHouseClient } from "@clickhouse/client";
-import { dialectFor, quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
+import { dialectFor, quoteIdent } from "../schemas/clickhouse/sql";
+import { REJECTED_TABLE } from "../schemas/clickhouse/tables";
 import type { ClickHouseConfig } from "../schemas/config";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS } from "../schemas/row";
 import { clientSql, serverVersion } from "./migrate";

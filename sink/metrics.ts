@@ -13,7 +13,7 @@ export interface SinkMetrics {
   batchWriteSeconds: Histogram<"topic">;
   /** Rows ClickHouse acknowledged. */
   rowsInserted: Counter<"topic">;
-  /** Records of deleted or suppressed users, not stored (schemas/privacy.ts). */
+  /** Records of deleted or suppressed users, not stored (schemas/privacy/list.ts). */
   rowsSuppressed: Counter<"topic">;
   /** Records sent to the DLQ, by the step that refused them. */
   dlqRecords: Counter<"step">;

@@ -1,5 +1,5 @@
 /**
- * Applies the ClickHouse model (schemas/clickhouse.ts), idempotently, so running it at every
+ * Applies the ClickHouse model (schemas/clickhouse/), idempotently, so running it at every
  * start is safe: tables and columns are `IF NOT EXISTS`, our views are replaced, a backfill is
  * recorded in `schema_migrations` when it finished and run again after a crash. An events table
  * of the unpartitioned layout (releases before the time-ordered one) is moved into the new
@@ -8,39 +8,28 @@
  * our names is not ours (schemas/ownership.ts): it then changes nothing. With CLICKHOUSE_CLUSTER
  * every statement runs ON CLUSTER (ClickHouse waits for each server up to its
  * distributed_ddl_task_timeout, 180 s by default) and makes the Replicated and Distributed tables
- * of schemas/clickhouse.ts; a cluster starts with the current layout (nothing to move).
+ * of schemas/clickhouse/; a cluster starts with the current layout (nothing to move).
  */
 import type { ClickHouseClient } from "@clickhouse/client";
 import {
   EVENTS_SORTING_KEY,
-  MIGRATIONS_TABLE,
   UNPARTITIONED_SORTING_KEY,
-  USERS_TABLE,
   addColumnsDdl,
-  columnsQuery,
   copyEventsSql,
   eventMonthsQuery,
   inEventMonths,
   PARTITIONS_PER_INSERT_QUERY,
   partitionsPerInsert,
-  dialectFor,
   dropPartitionDdl,
   eventsTableDdl,
-  feeds,
-  migrationsTableDdl,
   partitionsQuery,
   partitionsToDrop,
-  privacyTableDdl,
-  quoteIdent,
-  quoteString,
-  rejectedTableDdl,
   retentionDdl,
-  storageName,
   tableDdl,
-  tableNameConflict,
-  viewsDdl,
-  type Dialect,
-} from "../schemas/clickhouse";
+} from "../schemas/clickhouse/events";
+import { MIGRATIONS_TABLE, migrationsTableDdl, privacyTableDdl, rejectedTableDdl, tableNameConflict } from "../schemas/clickhouse/tables";
+import { USERS_TABLE, feeds, viewsDdl } from "../schemas/clickhouse/analyst";
+import { columnsQuery, dialectFor, quoteIdent, quoteString, storageName, type Dialect } from "../schemas/clickhouse/sql";
 import type { ClickHouseConfig } from "../schemas/config";
 import { bare, classifyExisting, clusterObjectNames, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
 
@@ -192,7 +181,7 @@ export async function copyEvents(sql: Sql, database: string, from: string, to: s
   }
 }
 
-/** The most partitions one of our inserts may touch on this server (schemas/clickhouse.ts partitionsPerInsert). */
+/** The most partitions one of our inserts may touch on this server (schemas/clickhouse/ partitionsPerInsert). */
 export async function serverPartitionsPerInsert(sql: Sql): Promise<number> {
   const [row] = await sql.rows<{ value: string }>(PARTITIONS_PER_INSERT_QUERY);
   return partitionsPerInsert(row?.value);

@@ -30,7 +30,7 @@ export function partitionChunks<Row>(items: BatchItem<Row>[], keyOf: (row: Row) 
 
 /**
  * The events partition of a row line, read without parsing it: the month (`YYYY-MM`) of its
- * client timestamp (`original_timestamp`), else of `received_at` (schemas/clickhouse.ts
+ * client timestamp (`original_timestamp`), else of `received_at` (schemas/clickhouse/
  * EVENT_DATE). Lines of another shape share the key '' (their insert is refused as data).
  */
 export function eventLineMonth(line: Buffer): string {

@@ -2,7 +2,7 @@
  * `users delete | suppress | unsuppress` (deploy/cli.ts): a request publishes the user's entry on
  * the suppressions topic first, so every sink drops the user's records still in Kafka and every
  * ingest drops their new messages when suppressed; a deletion then removes the stored rows with
- * mutations (schemas/privacy.ts deletionTargets), waits until ClickHouse applied them, waits for
+ * mutations (schemas/privacy/list.ts deletionTargets), waits until ClickHouse applied them, waits for
  * the sink to pass the offsets the topics had at the request, deletes again what a sink stored
  * before it read the entry, and writes one audit row in `privacy_requests`. Throws on Kafka or
  * ClickHouse failures (the request can be run again: every step is idempotent).
@@ -10,12 +10,13 @@
 import { randomUUID } from "node:crypto";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
-import { PRIVACY_TABLE, quoteIdent, quoteString } from "../schemas/clickhouse";
+import { PRIVACY_TABLE } from "../schemas/clickhouse/tables";
+import { quoteIdent, quoteString } from "../schemas/clickhouse/sql";
 import type { SetupConfig } from "../schemas/config";
-import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../schemas/privacy";
-import { followSuppressions } from "../schemas/suppressions";
+import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../schemas/privacy/list";
+import { followSuppressions } from "../schemas/privacy/follower";
 import type { Sql } from "./migrate";
-import { KeyPartitioner } from "../schemas/kafka-partitioner";
+import { KeyPartitioner } from "../schemas/kafka/partitioner";
 
 /** What the operator asked. `suppress` with `delete`: also suppress (Segment's SUPPRESS_WITH_DELETE). */
 export interface PrivacyRequest {

@@ -13,8 +13,8 @@
 import type { Admin, Kafka } from "kafkajs";
 import type { KafkaConfig } from "../schemas/config";
 import { DLQ_HEADERS } from "../schemas/envelope";
-import { PRODUCER_RETRY, sendWhole } from "../schemas/kafka-send";
-import { KeyPartitioner } from "../schemas/kafka-partitioner";
+import { PRODUCER_RETRY, sendWhole } from "../schemas/kafka/producer";
+import { KeyPartitioner } from "../schemas/kafka/partitioner";
 
 /** How long one re-send may retry before the replay fails (it resumes from its commit when run again), ms. */
 const REPLAY_SEND_DEADLINE_MS = 30_000;

@@ -13,12 +13,13 @@ import Router from "@koa/router";
 import { Kafka, logLevel, type Admin } from "kafkajs";
 import Koa from "koa";
 import type { Logger } from "pino";
-import { clusterSettings, quoteIdent, REJECTED_TABLE } from "../schemas/clickhouse";
+import { clusterSettings, quoteIdent } from "../schemas/clickhouse/sql";
+import { REJECTED_TABLE } from "../schemas/clickhouse/tables";
 import type { SinkConfig } from "../schemas/config";
-import { topicMaxMessageBytes } from "../schemas/kafka-limits";
-import { PRODUCER_RETRY } from "../schemas/kafka-send";
-import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy";
-import { followSuppressions } from "../schemas/suppressions";
+import { topicMaxMessageBytes } from "../schemas/kafka/limits";
+import { PRODUCER_RETRY } from "../schemas/kafka/producer";
+import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy/list";
+import { followSuppressions } from "../schemas/privacy/follower";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
@@ -31,7 +32,7 @@ import { clientSql, dropExpiredPartitions, serverPartitionsPerInsert } from "./m
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./replay";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
-import { KeyPartitioner } from "../schemas/kafka-partitioner";
+import { KeyPartitioner } from "../schemas/kafka/partitioner";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -73,7 +74,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const groups = { [config.kafka.topic]: config.groupId, [config.kafka.rejectedTopic]: `${config.groupId}-rejected` };
   const eventsConsumer = consumerOf(groups[config.kafka.topic]!);
   const rejectedConsumer = consumerOf(groups[config.kafka.rejectedTopic]!);
-  // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka-send.ts says why).
+  // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka/producer.ts says why).
   const dlqProducer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: KeyPartitioner,

@@ -6,7 +6,7 @@
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
-import { clusterSettings } from "../schemas/clickhouse";
+import { clusterSettings } from "../schemas/clickhouse/sql";
 import { setupConfig } from "../schemas/config";
 import { clientSql, migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";

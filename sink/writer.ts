@@ -9,7 +9,7 @@
 import type { ClickHouseClient } from "@clickhouse/client";
 import { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
-import { columnsQuery } from "../schemas/clickhouse";
+import { columnsQuery } from "../schemas/clickhouse/sql";
 import type { EventRow } from "../schemas/row";
 import type { BatchItem, DeadLetter } from "./batch";
 

@@ -6,7 +6,9 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { feeds, migrationsTableDdl, rejectedTableDdl, tableDdl, viewsDdl } from "../schemas/clickhouse";
+import { feeds, viewsDdl } from "../schemas/clickhouse/analyst";
+import { migrationsTableDdl, rejectedTableDdl } from "../schemas/clickhouse/tables";
+import { tableDdl } from "../schemas/clickhouse/events";
 import { classifyExisting, clusterObjectNames, readsDistributed, type TableRow } from "../schemas/ownership";
 
 test("one server: no ON CLUSTER, plain engines, event_date MATERIALIZED (unchanged)", () => {

@@ -13,10 +13,11 @@
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { unpartitionedEventsTableDdl, type Dialect } from "../schemas/clickhouse";
+import { unpartitionedEventsTableDdl } from "../schemas/clickhouse/events";
+import { type Dialect } from "../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../schemas/config";
 import type { Message } from "../schemas/messages";
-import { deletionTargets, linkedIdsQuery } from "../schemas/privacy";
+import { deletionTargets, linkedIdsQuery } from "../schemas/privacy/list";
 import { EVENT_ROW_COLUMNS, messageRow } from "../schemas/row";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../sink/batch";
 import { Flusher } from "../sink/flush";

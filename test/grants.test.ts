@@ -8,7 +8,8 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { rejectedTableDdl, tableDdl } from "../schemas/clickhouse";
+import { rejectedTableDdl } from "../schemas/clickhouse/tables";
+import { tableDdl } from "../schemas/clickhouse/events";
 import { clickhouseConfig } from "../schemas/config";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS } from "../schemas/row";
 import { isRefusal, MissingRightsError, missingRights, sinkRightChecks } from "../sink/grants";

@@ -10,7 +10,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
-import { clusterSettings, onCluster } from "../schemas/clickhouse";
+import { clusterSettings, onCluster } from "../schemas/clickhouse/sql";
 import { clickhouseConfig, kafkaConfig } from "../schemas/config";
 
 const dist = join(__dirname, "..");

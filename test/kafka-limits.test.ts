@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Kafka, logLevel, type Producer } from "kafkajs";
-import { BATCH_SLACK_BYTES, chunkByBytes, recordBytes, topicMaxMessageBytes } from "../schemas/kafka-limits";
+import { BATCH_SLACK_BYTES, chunkByBytes, recordBytes, topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { kafkaConfig } from "../schemas/config";
 import { sendDeadLetters } from "../sink/dlq";
 

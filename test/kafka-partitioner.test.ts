@@ -1,5 +1,5 @@
 /**
- * KeyPartitioner and murmur2 (schemas/kafka-partitioner.ts) against kafkajs's own murmur2 and
+ * KeyPartitioner and murmur2 (schemas/kafka/partitioner.ts) against kafkajs's own murmur2 and
  * DefaultPartitioner: the same hash and the same partition for ASCII, multi-byte and odd-length
  * keys, as strings and as Buffers. Pure.
  */
@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { Partitioners, type PartitionerArgs } from "kafkajs";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { KeyPartitioner, murmur2 } from "../schemas/kafka-partitioner";
+import { KeyPartitioner, murmur2 } from "../schemas/kafka/partitioner";
 
 // kafkajs's reference implementation (not part of its typed API).
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs ships no types for its internal murmur2 module

@@ -1,12 +1,12 @@
 /**
- * sendWhole (schemas/kafka-send.ts): a failed send is sent again in full, errors kafkajs deems
+ * sendWhole (schemas/kafka/producer.ts): a failed send is sent again in full, errors kafkajs deems
  * final are thrown at once, and the deadline ends the retries. A stand-in records each sendBatch;
  * the whole path against real brokers losing a leader is test/faults-cluster.
  */
 import type { Producer, ProducerBatch } from "kafkajs";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { sendWhole } from "../schemas/kafka-send";
+import { sendWhole } from "../schemas/kafka/producer";
 
 const batch: ProducerBatch = {
   acks: -1,

@@ -7,17 +7,10 @@
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import {
-  REJECTED_TABLE,
-  partitionsToDrop,
-  reservedTableNames,
-  retentionDdl,
-  tableNameConflict,
-  unpartitionedEventsTableDdl,
-  viewNames,
-  viewsDdl,
-  type Dialect,
-} from "../schemas/clickhouse";
+import { REJECTED_TABLE, reservedTableNames, tableNameConflict } from "../schemas/clickhouse/tables";
+import { partitionsToDrop, retentionDdl, unpartitionedEventsTableDdl } from "../schemas/clickhouse/events";
+import { viewNames, viewsDdl } from "../schemas/clickhouse/analyst";
+import { type Dialect } from "../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../schemas/config";
 import { classifyExisting, existingObjectsQuery, feedsFrom, readsFinal, type TableRow } from "../schemas/ownership";
 import { clientSql, dropExpiredPartitions, migrate, type Sql } from "../sink/migrate";

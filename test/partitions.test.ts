@@ -1,10 +1,10 @@
 /**
- * Unit tests of sink/partitions.ts and the partition bound of schemas/clickhouse.ts: a flush is
+ * Unit tests of sink/partitions.ts and the partition bound of schemas/clickhouse/: a flush is
  * cut into inserts of at most the server's partitions per INSERT, keeping each month whole.
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { DEFAULT_PARTITIONS_PER_INSERT, partitionsPerInsert } from "../schemas/clickhouse";
+import { DEFAULT_PARTITIONS_PER_INSERT, partitionsPerInsert } from "../schemas/clickhouse/events";
 import type { BatchItem } from "../sink/batch";
 import { eventLineMonth, partitionChunks } from "../sink/partitions";
 

@@ -1,5 +1,5 @@
 /**
- * The pure side of deleting and suppressing users (schemas/privacy.ts): which messages a
+ * The pure side of deleting and suppressing users (schemas/privacy/list.ts): which messages a
  * request drops, the ids of an events row read without parsing it, the topic entry's shape,
  * and the SQL of a deletion. The live side is test/privacy.test.ts.
  */
@@ -17,7 +17,7 @@ import {
   rowIds,
   rowReceivedAt,
   type PrivacyEntry,
-} from "../schemas/privacy";
+} from "../schemas/privacy/list";
 
 const entry = (over: Partial<PrivacyEntry> = {}): PrivacyEntry => ({
   workspaceId: "w",

@@ -1,5 +1,5 @@
 /**
- * The suppressions follower's answer to a kafkajs crash (schemas/suppressions.ts): the backoff,
+ * The suppressions follower's answer to a kafkajs crash (schemas/privacy/follower.ts): the backoff,
  * the offsets already applied, and the reconnection with a stand-in for the kafkajs Consumer
  * (only which calls are made is checked). The follower against a real broker stopped for 90 s is
  * fault scenario 10 (test/faults/privacy.test.ts).
@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { AppliedOffsets, reconnectDelayMs, reconnectOnCrash, type CrashableConsumer } from "../schemas/suppressions";
+import { AppliedOffsets, reconnectDelayMs, reconnectOnCrash, type CrashableConsumer } from "../schemas/privacy/follower";
 
 const log = pino({ level: "silent" });
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

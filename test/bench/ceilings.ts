@@ -7,7 +7,7 @@ import type { ClickHouseClient } from "@clickhouse/client";
 import type { Kafka } from "kafkajs";
 import type { EventRecord } from "../../schemas/envelope";
 import type { EventRow } from "../../schemas/row";
-import { KeyPartitioner } from "../../schemas/kafka-partitioner";
+import { KeyPartitioner } from "../../schemas/kafka/partitioner";
 
 /** Records per second acknowledged by the broker; `inFlight` sendBatch calls of `batchSize`. */
 export async function kafkaCeiling(

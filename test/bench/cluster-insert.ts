@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
-import { clusterSettings, quoteIdent } from "../../schemas/clickhouse";
+import { clusterSettings, quoteIdent } from "../../schemas/clickhouse/sql";
 import { EVENT_ROW_COLUMNS, messageRow, rowStringField } from "../../schemas/row";
 import type { Message } from "../../schemas/messages";
 import { clientSql, migrate } from "../../sink/migrate";

@@ -7,7 +7,7 @@
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
-import { quoteIdent } from "../../schemas/clickhouse";
+import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { setupConfig } from "../../schemas/config";
 import { clientSql, migrate } from "../../sink/migrate";
 import { runPrivacyRequest } from "../../sink/privacy";

@@ -3,7 +3,7 @@
  * type mix, anonymous share, JSON sizes and retries described at insertSql. SQL only, for
  * ClickHouse 18.16 and current ClickHouse alike.
  */
-import { quoteIdent, quoteString } from "../../schemas/clickhouse";
+import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
 import { EVENT_ROW_COLUMNS } from "../../schemas/row";
 
 const DAY = 86_400;

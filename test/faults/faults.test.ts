@@ -14,7 +14,7 @@ import { DLQ_HEADERS } from "../../schemas/envelope";
 import { basic, LiveStack, stopService, waitFor } from "../harness";
 import { lagBackToZero, rowsOf, server, sinkPort, sinkReady, sleep, verdict } from "./scenarios";
 import { Traffic } from "./traffic";
-import { KeyPartitioner } from "../../schemas/kafka-partitioner";
+import { KeyPartitioner } from "../../schemas/kafka/partitioner";
 
 const PRODUCE_TIMEOUT_MS = 5_000;
 const stack = new LiveStack({

@@ -5,7 +5,7 @@
  * acked messageIds, no duplicate).
  *
  * 10. A suppression made after a Kafka outage is applied: the suppressions followers of the
- *     ingest and the sink (schemas/suppressions.ts) come back by themselves after kafkajs gave up
+ *     ingest and the sink (schemas/privacy/follower.ts) come back by themselves after kafkajs gave up
  *     on their consumers. The ingest and the sink run with test/faults/no-restart.ts preloaded, so
  *     kafkajs gives up on every crash of a follower's consumer (by itself it gives up only on some,
  *     by a race this scenario would otherwise hit rarely); scenario 11 has no outage, so no crash.
@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { CLIENT_TIME_WINDOW, inClientTimeWindow } from "../../ingest/envelope";
-import { REJECTED_TABLE } from "../../schemas/clickhouse";
+import { REJECTED_TABLE } from "../../schemas/clickhouse/tables";
 import { basic, LiveStack, sqlList, waitFor } from "../harness";
 import { lagBackToZero, rowsOf, server, sleep, verdict } from "./scenarios";
 import { Traffic } from "./traffic";
@@ -204,7 +204,7 @@ scenarios("10. a user suppressed after Kafka was down 90 s: none of their later 
   await stack.rowsLanded(theirs, theirs.length, 30_000);
   await stack.marker();
   const stored = await rowsOf(stack, suppressed);
-  // What the followers logged (schemas/suppressions.ts): crashes kafkajs gave up on, and rejoins.
+  // What the followers logged (schemas/privacy/follower.ts): crashes kafkajs gave up on, and rejoins.
   const logged = (text: string) =>
     [stack.ingest!, stack.sink!]
       .map(

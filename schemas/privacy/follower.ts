@@ -1,5 +1,5 @@
 /**
- * Follows the suppressions topic (schemas/privacy.ts) into a PrivacyList, in the ingest and in
+ * Follows the suppressions topic (schemas/privacy/list.ts) into a PrivacyList, in the ingest and in
  * the sink. `followSuppressions` resolves once the topic has been read to the end offsets it had
  * at start, so a process never stores what a request had already dropped; later records are
  * applied as they arrive (a fetch waits at most a second). Each process reads the whole topic
@@ -16,7 +16,7 @@
 import { randomUUID } from "node:crypto";
 import type { Consumer, Kafka } from "kafkajs";
 import type { Logger } from "pino";
-import { parseEntry, type PrivacyList } from "./privacy";
+import { parseEntry, type PrivacyList } from "./list";
 
 /** A running follower. */
 export interface Following {

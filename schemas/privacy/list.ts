@@ -2,7 +2,7 @@
  * Deleting and suppressing a user (GDPR art. 17, CCPA; Segment's SUPPRESS_WITH_DELETE), pure:
  * the entries of the suppressions topic and the list every ingest and sink keeps of them, the ids
  * of an events row read without parsing it, and the SQL of a deletion. The I/O is in
- * sink/privacy.ts (the CLI's requests) and schemas/suppressions.ts (following the topic).
+ * sink/privacy.ts (the CLI's requests) and schemas/privacy/follower.ts (following the topic).
  *
  * An entry names a user of a workspace and every id linked to them when the request ran (the
  * userId, the anonymousIds of their identify messages and identities rows, the previousIds of
@@ -10,8 +10,10 @@
  * still in Kafka, when the sink reaches it; `suppressed` drops every later message of those ids:
  * the ingest answers 2xx (an SDK would otherwise retry it for ever) and produces nothing.
  */
-import { IDENTITIES_TABLE, REJECTED_TABLE, USERS_TABLE, quoteIdent, quoteString } from "./clickhouse";
-import { rowStringField } from "./row";
+import { IDENTITIES_TABLE, USERS_TABLE } from "../clickhouse/analyst";
+import { REJECTED_TABLE } from "../clickhouse/tables";
+import { quoteIdent, quoteString } from "../clickhouse/sql";
+import { rowStringField } from "../row";
 
 /** One value of the suppressions topic (compacted; key = entryKey). */
 export interface PrivacyEntry {

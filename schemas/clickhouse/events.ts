@@ -1,0 +1,243 @@
+/**
+ * The events table: the complete record, laid out for time-window queries: PARTITION BY month of
+ * `event_date`, ORDER BY (workspace_id, event_date, type, message_id). ReplacingMergeTree only
+ * collapses rows with equal sorting keys in the same partition, so `event_date` must be equal for
+ * every retry of a message: it is the UTC day of the client's own `timestamp` (kept by SDKs
+ * across retries, whatever sentAt each attempt carries), and of receivedAt only for a message
+ * sent without one (EVENT_DATE). Also its retention (TTL or partition drops), the partitions of an
+ * insert, and the columns added after the first release.
+ */
+import { EVENT_ROW_COLUMNS } from "../row";
+import { Dialect, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
+
+/** Columns added after the first release, with their types; migrations add them to old tables. */
+const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][] => [
+  ["original_timestamp", `Nullable(${TYPES[d].time})`, "timestamp"],
+  ["category", "String", "name"],
+  ["extra", "String", "context"],
+];
+
+/**
+ * The events table's columns, in order, with their types (event_date is the sorting day).
+ * event_date is MATERIALIZED on one server; on a cluster it is DEFAULT (the same expression), as
+ * a Distributed table computes it and sends it on, which 18.16 refuses for a MATERIALIZED column.
+ */
+function eventColumns(d: Dialect, withEventDate: boolean, cluster?: string): string {
+  const t = TYPES[d];
+  return `  workspace_id ${t.lowString},
+  message_id String,
+  type ${t.lowString},
+  event String,
+  name String,
+  category String,
+  user_id String,
+  anonymous_id String,
+  group_id String,
+  previous_id String,
+  timestamp ${t.time},
+  original_timestamp Nullable(${t.time}),
+  sent_at Nullable(${t.time}),
+  received_at ${t.time},${withEventDate ? `\n  event_date Date ${cluster === undefined ? "MATERIALIZED" : "DEFAULT"} ${EVENT_DATE},` : ""}
+  properties String,
+  traits String,
+  context String,
+  extra String`;
+}
+
+/**
+ * The sorting day: the UTC day of the client's timestamp, else of received_at. Computed by the
+ * server at every insert (MATERIALIZED), so sinks of any release, and copies from an older
+ * table, give a retry the same day: SDKs keep a message's timestamp across retries whatever
+ * sentAt each attempt carries, where the skew-corrected `timestamp` moves with the latency.
+ */
+export const EVENT_DATE = "toDate(ifNull(original_timestamp, received_at), 'UTC')";
+
+/** The events table's sorting key, as system.tables reports it without spaces or quotes. */
+export const EVENTS_SORTING_KEY = "workspace_id,event_date,type,message_id";
+
+/** The sorting key of the events table made by releases before the time-ordered layout. */
+export const UNPARTITIONED_SORTING_KEY = "workspace_id,message_id";
+
+/**
+ * `CREATE TABLE IF NOT EXISTS` for the events table; idempotent. With `retentionDays` on current
+ * ClickHouse, a TTL drops whole parts whose rows are all older than that many days
+ * (`ttl_only_drop_parts`); 18.16 has no TTL, so there retention is `partitionsToDrop`. On a
+ * cluster this is `<table>_local` on every shard; distributedDdl makes `<table>` over it.
+ */
+export function eventsTableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number, cluster?: string): string {
+  const ttl = dialect === "current" && retentionDays !== undefined ? `\n${retentionTtl(retentionDays)}` : "";
+  const settings = dialect === "current" ? "\nSETTINGS ttl_only_drop_parts = 1" : "";
+  const local = storageName(table, cluster);
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
+${eventColumns(dialect, true, cluster)}
+)
+ENGINE = ${engine("ReplacingMergeTree", "received_at", database, local, cluster)}
+PARTITION BY toYYYYMM(event_date)
+ORDER BY (workspace_id, event_date, type, message_id)${ttl}${settings}`;
+}
+
+/**
+ * The events table as releases before the time-ordered layout made it: no partitions, ORDER BY
+ * (workspace_id, message_id), no event_date. Kept for migration tests and the query benchmark.
+ */
+export function unpartitionedEventsTableDdl(dialect: Dialect, database: string, table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(table)} (
+${eventColumns(dialect, false)}
+)
+ENGINE = ReplacingMergeTree(received_at)
+ORDER BY (workspace_id, message_id)`;
+}
+
+/**
+ * Sharding keys of the Distributed tables: a hash of what identifies a row, so every copy of
+ * one (a retried message, a repeated refusal) is stored on the same shard, where
+ * ReplacingMergeTree collapses it. The events key is the messageId alone (as the Kafka key),
+ * a hash the sink also computes (schemas/shard.ts) when it inserts into each shard directly.
+ * Users and identities rows are states of aggregates, merged by -Merge across shards, so any
+ * shard is right for them; their owner's id keeps one user together on the backfill.
+ */
+export const EVENTS_SHARDING_KEY = "halfMD5(message_id)";
+
+/** The TTL clause for RETENTION_DAYS (current ClickHouse). */
+export function retentionTtl(days: number): string {
+  return `TTL event_date + toIntervalDay(${Math.trunc(days)})`;
+}
+
+/**
+ * Statements that bring an existing events table's TTL to RETENTION_DAYS on current ClickHouse,
+ * given its stored CREATE query: MODIFY TTL when the clause differs, REMOVE TTL when retention
+ * is unset and the table has one; none on 18.16 (no TTL there). `createQuery` is the stored
+ * query of the table holding rows (`<table>_local` on a cluster, altered ON CLUSTER).
+ */
+export function retentionDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  createQuery: string,
+  retentionDays?: number,
+  cluster?: string,
+): string[] {
+  if (dialect !== "current") return [];
+  const name = `${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)}`;
+  const current = /\bTTL\s+(.*?)(?:\s+SETTINGS\b|$)/s.exec(createQuery)?.[1]?.trim();
+  if (retentionDays === undefined) return current === undefined ? [] : [`ALTER TABLE ${name} REMOVE TTL`];
+  const wanted = retentionTtl(retentionDays);
+  const same = current !== undefined && current.replace(/\s+/g, "") === wanted.slice(4).replace(/\s+/g, "");
+  return same ? [] : [`ALTER TABLE ${name} MODIFY SETTING ttl_only_drop_parts = 1`, `ALTER TABLE ${name} MODIFY ${wanted}`];
+}
+
+/**
+ * The partitions (YYYYMM ids of `toYYYYMM(event_date)`) that retention drops: those whose every
+ * day is past the last `retentionDays` days (today and the days before it), as the TTL
+ * `event_date + N days` expires them, so no row that should be kept is in one. `today` is a UTC
+ * date, YYYY-MM-DD. Pure. A partly expired month stays whole until its last day expires.
+ */
+export function partitionsToDrop(partitions: readonly string[], today: string, retentionDays: number): string[] {
+  const firstKept = Date.parse(`${today}T00:00:00Z`) - (retentionDays - 1) * 86_400_000;
+  return partitions.filter((id) => {
+    if (!/^\d{6}$/.test(id)) return false;
+    const year = Number(id.slice(0, 4));
+    const month = Number(id.slice(4, 6));
+    if (month < 1 || month > 12) return false;
+    const firstOfNext = Date.UTC(year, month, 1); // month is 1-based, so this is the next month
+    return firstOfNext <= firstKept;
+  });
+}
+
+/** The active partitions of a table, for partitionsToDrop. */
+export function partitionsQuery(database: string, table: string): string {
+  return `SELECT DISTINCT partition_id AS id FROM system.parts
+WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND active ORDER BY id`;
+}
+
+/**
+ * `ALTER TABLE ... DROP PARTITION` for one partition id (YYYYMM, the value of toYYYYMM); on a
+ * cluster, of `<table>_local` ON CLUSTER (every shard). Throws on another shape.
+ */
+export function dropPartitionDdl(database: string, table: string, id: string, cluster?: string): string {
+  if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
+  return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} DROP PARTITION ${id}`;
+}
+
+/**
+ * `INSERT ... SELECT` copying rows of an events table (either layout; it must have every column
+ * the sink writes) into one of the current layout, which computes event_date (EVENT_DATE).
+ * Reads `from` FINAL, so rows the old key collapsed (one messageId, two client timestamps, which
+ * the new key keeps apart) arrive as the one row a FINAL query saw. `where` narrows the rows.
+ */
+export function copyEventsSql(database: string, from: string, to: string, where?: string): string {
+  const columns = EVENT_ROW_COLUMNS.join(", ");
+  return `INSERT INTO ${quoteIdent(database)}.${quoteIdent(to)} (${columns})
+SELECT ${columns}
+FROM ${quoteIdent(database)}.${quoteIdent(from)} FINAL${where === undefined ? "" : `\nWHERE ${where}`}`;
+}
+
+/** The events partition (YYYYMM) of a row of a table with the events columns, as an expression. */
+export const EVENT_MONTH = `toYYYYMM(${EVENT_DATE})`;
+
+/** The distinct events partitions (column `month`, YYYYMM) of the rows of `from` matching `where`. */
+export function eventMonthsQuery(database: string, from: string, where?: string): string {
+  return `SELECT DISTINCT ${EVENT_MONTH} AS month FROM ${quoteIdent(database)}.${quoteIdent(from)}${where === undefined ? "" : ` WHERE ${where}`} ORDER BY month`;
+}
+
+/** A condition on the rows whose events partition is one of `months` (YYYYMM numbers). */
+export function inEventMonths(months: readonly number[]): string {
+  if (!months.every(Number.isInteger)) throw new Error("event months are YYYYMM integers");
+  return `${EVENT_MONTH} IN (${months.join(", ")})`;
+}
+
+/**
+ * The most partitions one INSERT block may touch (current ClickHouse: the setting
+ * `max_partitions_per_insert_block`, default 100; an insert over it is refused with code 252).
+ * 18.16 has no such setting and took 300 in one insert (measured); the same bound keeps the
+ * parts one insert makes there bounded too.
+ */
+export const DEFAULT_PARTITIONS_PER_INSERT = 100;
+
+/** The server's `max_partitions_per_insert_block` (column `value`; no row on 18.16). */
+export const PARTITIONS_PER_INSERT_QUERY = "SELECT value FROM system.settings WHERE name = 'max_partitions_per_insert_block'";
+
+/**
+ * The most partitions an insert of ours may touch, given the server's answer to
+ * PARTITIONS_PER_INSERT_QUERY: its limit, never more than DEFAULT_PARTITIONS_PER_INSERT; the
+ * default when it has none (no row on 18.16, 0 on current ClickHouse).
+ */
+export function partitionsPerInsert(serverValue: string | undefined): number {
+  const limit = Number(serverValue);
+  if (serverValue === undefined || !Number.isInteger(limit) || limit <= 0) return DEFAULT_PARTITIONS_PER_INSERT;
+  return Math.min(limit, DEFAULT_PARTITIONS_PER_INSERT);
+}
+
+/**
+ * `ALTER TABLE ... ADD COLUMN` for the columns a table made by an older release lacks, given the
+ * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`); on a cluster, to `<table>_local` and
+ * then `<table>`, ON CLUSTER.
+ */
+export function addColumnsDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  existing: ReadonlySet<string>,
+  cluster?: string,
+): string[] {
+  const tables = cluster === undefined ? [table] : [storageName(table, cluster), table];
+  return ADDED_COLUMNS(dialect)
+    .filter(([name]) => !existing.has(name))
+    .flatMap(([name, type, after]) =>
+      tables.map(
+        (t) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} ADD COLUMN ${name} ${type} AFTER ${after}`,
+      ),
+    );
+}
+
+/**
+ * The statements creating the database and the events table (on a cluster, `<table>_local` and
+ * the Distributed `<table>` over it); safe to run again.
+ */
+export function tableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number, cluster?: string): string[] {
+  return [
+    `CREATE DATABASE IF NOT EXISTS ${quoteIdent(database)}${onCluster(cluster)}`,
+    eventsTableDdl(dialect, database, table, retentionDays, cluster),
+    ...(cluster === undefined ? [] : [distributedDdl(database, table, cluster, EVENTS_SHARDING_KEY)]),
+  ];
+}
