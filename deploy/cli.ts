@@ -7,7 +7,7 @@
  *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
  *   users delete|suppress|unsuppress <workspaceId> <userId> [--suppress] [--by <who>]
- *                            delete a user's data, suppress their later events, or lift that (sink/privacy.ts)
+ *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
 import { userInfo } from "node:os";
@@ -18,11 +18,13 @@ import { kafkaConfig, privacyConfig, setupConfig, sinkConfig } from "../schemas/
 import { createKey, readKeys, revokeKeys } from "../ingest/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
-import { clientSql, dropExpiredPartitions } from "../sink/migrate";
-import { runPrivacyRequest } from "../sink/privacy";
+import { clientSql } from "../schemas/clickhouse/client";
+import { dropExpiredPartitions } from "../sink/retention";
+import { runPrivacyRequest } from "./commands/privacy";
 import { clusterSettings } from "../schemas/clickhouse/sql";
-import { replayDeadLetters, replayGroupId } from "../sink/replay";
-import { runSetup } from "../sink/setup";
+import { replayDeadLetters } from "./commands/replay";
+import { replayGroupId } from "../sink/dlq-progress";
+import { runSetup } from "./setup/main";
 
 const log = pino({ name: "cli" });
 

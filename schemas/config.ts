@@ -210,7 +210,7 @@ export interface SetupConfig {
   partitions: Positive;
   /**
    * Replicas of a topic it creates (env KAFKA_REPLICATION_FACTOR); absent = 3, or every broker
-   * when the cluster has fewer (sink/topics.ts replicationFor).
+   * when the cluster has fewer (deploy/setup/topics.ts replicationFor).
    */
   replicationFactor?: Positive;
   /**
@@ -234,7 +234,7 @@ export interface SetupConfig {
   clickhouse: ClickHouseConfig;
 }
 
-/** Settings of `users delete|suppress|unsuppress` (sink/privacy.ts): setup's, and one wait. */
+/** Settings of `users delete|suppress|unsuppress` (deploy/commands/privacy.ts): setup's, and one wait. */
 export interface PrivacyConfig extends SetupConfig {
   /**
    * How long a deletion waits for the sink to pass the offsets the topics had at the request

@@ -12,7 +12,7 @@ import { dialectFor, quoteIdent } from "../schemas/clickhouse/sql";
 import { REJECTED_TABLE } from "../schemas/clickhouse/tables";
 import type { ClickHouseConfig } from "../schemas/config";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS } from "../schemas/row";
-import { clientSql, serverVersion } from "./migrate";
+import { clientSql, serverVersion } from "../schemas/clickhouse/client";
 import { clickhouseCode, clickhouseProbe } from "./writer";
 
 /** One right the sink needs, and an attempt that needs it and changes nothing. */

@@ -26,7 +26,7 @@ export interface SinkMetrics {
   lastInsertAt: Map<string, number>;
   /**
    * ms time of the oldest dead letter not yet replayed, by DLQ topic; absent when there is none
-   * (sink/replay.ts oldestDeadLetterTime).
+   * (deploy/commands/replay.ts oldestDeadLetterTime).
    */
   dlqOldestAt: Map<string, number>;
   /** Time from the ingest's receivedAt to the insert's acknowledgement, s. */

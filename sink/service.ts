@@ -28,9 +28,10 @@ import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { checkSinkRights } from "./grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
-import { clientSql, dropExpiredPartitions, serverPartitionsPerInsert } from "./migrate";
+import { clientSql, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
+import { dropExpiredPartitions } from "./retention";
 import { eventLineMonth, partitionChunks } from "./partitions";
-import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./replay";
+import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
 import { KeyPartitioner } from "../schemas/kafka/partitioner";
 

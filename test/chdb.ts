@@ -1,12 +1,12 @@
 /**
  * Current ClickHouse through chdb-core, in-process in a Python child (test/chdb_sql.py), as an
- * Sql (sink/migrate.ts): the same migrate, queries and benchmark code run on it as on a server.
+ * Sql (deploy/setup/migrate.ts): the same migrate, queries and benchmark code run on it as on a server.
  * Statements run one at a time, in order. A statement ClickHouse refuses rejects with its message.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { Sql } from "../sink/migrate";
+import type { Sql } from "../schemas/clickhouse/client";
 
 const script = join(__dirname, "..", "..", "test", "chdb_sql.py");
 

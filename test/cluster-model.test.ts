@@ -9,7 +9,7 @@ import * as assert from "uvu/assert";
 import { feeds, viewsDdl } from "../schemas/clickhouse/analyst";
 import { migrationsTableDdl, rejectedTableDdl } from "../schemas/clickhouse/tables";
 import { tableDdl } from "../schemas/clickhouse/events";
-import { classifyExisting, clusterObjectNames, readsDistributed, type TableRow } from "../schemas/ownership";
+import { classifyExisting, clusterObjectNames, readsDistributed, type TableRow } from "../deploy/setup/ownership";
 
 test("one server: no ON CLUSTER, plain engines, event_date MATERIALIZED (unchanged)", () => {
   const ddl = tableDdl("legacy", "an", "events").join("\n");

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { oldestDeadLetterTime, replayGroupId } from "../sink/replay";
+import { oldestDeadLetterTime, replayGroupId } from "../sink/dlq-progress";
 import { LiveStack, waitFor } from "./harness";
 import { sinkPort } from "./faults/scenarios";
 

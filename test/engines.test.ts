@@ -21,7 +21,8 @@ import { deletionTargets, linkedIdsQuery } from "../schemas/privacy/list";
 import { EVENT_ROW_COLUMNS, messageRow } from "../schemas/row";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../sink/batch";
 import { Flusher } from "../sink/flush";
-import { clientSql, migrate, serverPartitionsPerInsert, type Sql } from "../sink/migrate";
+import { clientSql, serverPartitionsPerInsert, type Sql } from "../schemas/clickhouse/client";
+import { migrate } from "../deploy/setup/migrate";
 import { eventLineMonth, partitionChunks } from "../sink/partitions";
 import {
   classifyInsertError,

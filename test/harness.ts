@@ -73,7 +73,7 @@ export class LiveStack {
 
   /** Runs setup, starts ingest and sink (node run with `nodeArgs`), waits for readiness. */
   async start(nodeArgs: string[] = []): Promise<void> {
-    await this.run("sink/setup.js");
+    await this.run("deploy/setup/main.js");
     const c = clickhouseConfig(this.env);
     this.ch = createClient({
       url: c.url,

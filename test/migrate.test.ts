@@ -1,6 +1,6 @@
 /**
  * Migrate never drops, replaces or writes to an object it did not create: the pure decision
- * (schemas/ownership.ts) on rows as each version stores them; setup and migrate on the local
+ * (deploy/setup/ownership.ts) on rows as each version stores them; setup and migrate on the local
  * ClickHouse 18.16 (live); and current ClickHouse's system.tables rows (chdb-core in-process).
  * Also `rejected_messages`: its columns, and retries collapsing under FINAL, on both.
  */
@@ -12,8 +12,10 @@ import { partitionsToDrop, retentionDdl, unpartitionedEventsTableDdl } from "../
 import { viewNames, viewsDdl } from "../schemas/clickhouse/analyst";
 import { type Dialect } from "../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../schemas/config";
-import { classifyExisting, existingObjectsQuery, feedsFrom, readsFinal, type TableRow } from "../schemas/ownership";
-import { clientSql, dropExpiredPartitions, migrate, type Sql } from "../sink/migrate";
+import { classifyExisting, existingObjectsQuery, feedsFrom, readsFinal, type TableRow } from "../deploy/setup/ownership";
+import { clientSql, type Sql } from "../schemas/clickhouse/client";
+import { dropExpiredPartitions } from "../sink/retention";
+import { migrate } from "../deploy/setup/migrate";
 import { Chdb } from "./chdb";
 import { LiveStack, stopService, waitFor } from "./harness";
 
@@ -461,7 +463,7 @@ live("(a) setup refuses when the user's own MergeTree `users` is there, and leav
   await ch.command({ query: `CREATE TABLE ${db}.users (id UInt32, name String) ENGINE = MergeTree ORDER BY id` });
   await ch.command({ query: `INSERT INTO ${db}.users VALUES (1, 'ada'), (2, 'grace'), (3, 'edsger')` });
   const before = await tablesOf(db);
-  const failed = await stack.run("sink/setup.js").then(
+  const failed = await stack.run("deploy/setup/main.js").then(
     () => "",
     (e: Error) => e.message,
   );
@@ -535,13 +537,13 @@ live("rejected_messages on 18.16: exactly its columns; a retried refusal is one 
 
 live("a sink newer than its table refuses to start, naming the missing column, instead of dead-lettering every row", async () => {
   const env = { CLICKHOUSE_DATABASE: fresh("s") };
-  await stack.run("sink/setup.js", env);
+  await stack.run("deploy/setup/main.js", env);
   await ch.command({ query: `ALTER TABLE ${env.CLICKHOUSE_DATABASE}.events DROP COLUMN extra` });
   const sink = stack.spawn("sink/main.js", env);
   const { code } = await sink.exited;
   assert.is(code, 1, sink.output());
   assert.match(sink.output(), /lacks column\(s\) extra: run npm run setup/);
-  await stack.run("sink/setup.js", env); // the migration adds the column back
+  await stack.run("deploy/setup/main.js", env); // the migration adds the column back
   const [found] = await select<{ n: string }>(
     `SELECT count() AS n FROM system.columns WHERE database = '${env.CLICKHOUSE_DATABASE}' AND table = 'events' AND name = 'extra'`,
   );
@@ -565,7 +567,7 @@ live("retention on 18.16: the scheduled step drops whole expired months and noth
 
 live("the sink runs the retention step at start and drops expired months; the CLI does the same", async () => {
   const env = { CLICKHOUSE_DATABASE: fresh("sinkttl"), RETENTION_DAYS: "60" };
-  await stack.run("sink/setup.js", env);
+  await stack.run("deploy/setup/main.js", env);
   const sql = clientSql(ch);
   const insertAged = async (daysAgo: number[]) => {
     for (const d of daysAgo) {

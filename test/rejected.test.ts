@@ -2,7 +2,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildRejected } from "../ingest/envelope";
 import type { RejectedEnvelope } from "../schemas/envelope";
-import { coalescedRefresh, pendingRanges, recordTime, replayTopic } from "../sink/replay";
+import { coalescedRefresh, pendingRanges, recordTime } from "../sink/dlq-progress";
+import { replayTopic } from "../deploy/commands/replay";
 
 const receipt = { workspaceId: "ws1", receivedAt: "2026-11-23T10:00:00.000Z" };
 const envelopeOf = (value: string) => JSON.parse(value) as RejectedEnvelope;

@@ -1,5 +1,5 @@
 /**
- * Topic replication and retention (sink/topics.ts): the defaults for a cluster's size, the
+ * Topic replication and retention (deploy/setup/topics.ts): the defaults for a cluster's size, the
  * settings that contradict it, and the topics setup creates on the real local broker (one broker:
  * 1 and 1), with their retention.ms read back from the broker (describeConfigs).
  */
@@ -8,7 +8,7 @@ import { ConfigResourceTypes, ConfigSource, Kafka, logLevel } from "kafkajs";
 import { suite, test } from "uvu";
 import * as assert from "uvu/assert";
 import { DEFAULT_RETENTION_MS, kafkaConfig, setupConfig } from "../schemas/config";
-import { ensureTopics, replicationFor } from "../sink/topics";
+import { ensureTopics, replicationFor } from "../deploy/setup/topics";
 
 test("defaults: 3 and 2 on three brokers or more, every broker and one less on fewer, 1 and 1 on one", () => {
   const chosen = (brokers: number) => {

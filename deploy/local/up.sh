@@ -40,7 +40,7 @@ npm run --silent build
 echo "start: starting ClickHouse and Kafka..."
 stack_up
 echo "start: creating topics and applying ClickHouse migrations..."
-node dist/sink/setup.js
+node dist/deploy/setup/main.js
 node dist/sink/main.js &
 SINK_PID=$!
 node dist/ingest/main.js &

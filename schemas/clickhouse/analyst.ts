@@ -69,7 +69,7 @@ export function viewNames(): string[] {
 
 /**
  * Statements that create the analyst views, replacing those in `ours` (views found to be ours by
- * schemas/ownership.ts) so their definitions stay current: `CREATE OR REPLACE` on current
+ * deploy/setup/ownership.ts) so their definitions stay current: `CREATE OR REPLACE` on current
  * ClickHouse, drop-and-create on 18.16, which lacks it. A name not in `ours` gets a plain
  * `CREATE VIEW`, which fails rather than replace an object that appeared since the check. On a
  * cluster the views are made ON CLUSTER and read the Distributed table (every shard).

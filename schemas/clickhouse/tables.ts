@@ -38,7 +38,7 @@ ORDER BY (workspace_id, rejection_id)`;
   return cluster === undefined ? [storage] : [storage, distributedDdl(database, REJECTED_TABLE, cluster, SHARDING_KEYS.rejected)];
 }
 
-/** The audit table of `users delete` / `suppress` / `unsuppress` (sink/privacy.ts). */
+/** The audit table of `users delete` / `suppress` / `unsuppress` (deploy/commands/privacy.ts). */
 export const PRIVACY_TABLE = "privacy_requests";
 
 /**

@@ -2,7 +2,7 @@
  * Deleting and suppressing a user (GDPR art. 17, CCPA; Segment's SUPPRESS_WITH_DELETE), pure:
  * the entries of the suppressions topic and the list every ingest and sink keeps of them, the ids
  * of an events row read without parsing it, and the SQL of a deletion. The I/O is in
- * sink/privacy.ts (the CLI's requests) and schemas/privacy/follower.ts (following the topic).
+ * deploy/commands/privacy.ts (the CLI's requests) and schemas/privacy/follower.ts (following the topic).
  *
  * An entry names a user of a workspace and every id linked to them when the request ran (the
  * userId, the anonymousIds of their identify messages and identities rows, the previousIds of

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { buildRecords } from "../../ingest/envelope";
 import { dialectFor } from "../../schemas/clickhouse/sql";
 import { eventsTableDdl } from "../../schemas/clickhouse/events";
-import { clientSql, serverVersion } from "../../sink/migrate";
+import { clientSql, serverVersion } from "../../schemas/clickhouse/client";
 import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
 import { decodeRow } from "../../sink/decode";

@@ -9,9 +9,10 @@ import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { setupConfig } from "../../schemas/config";
-import { clientSql, migrate } from "../../sink/migrate";
-import { runPrivacyRequest } from "../../sink/privacy";
-import { ensureTopics } from "../../sink/topics";
+import { clientSql } from "../../schemas/clickhouse/client";
+import { migrate } from "../../deploy/setup/migrate";
+import { runPrivacyRequest } from "../../deploy/commands/privacy";
+import { ensureTopics } from "../../deploy/setup/topics";
 import { insertSql, plan } from "./query-data";
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);

@@ -1,14 +1,15 @@
 /**
  * One-shot setup before the services start: Kafka topics and ClickHouse migrations, both
  * idempotent. Exits 1 if either server is unreachable, or if the database holds a table or view
- * bearing one of our names that setup did not create (sink/migrate.ts; ClickHouse is left as it was).
+ * bearing one of our names that setup did not create (deploy/setup/migrate.ts; ClickHouse is left as it was).
  */
 import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
-import { clusterSettings } from "../schemas/clickhouse/sql";
-import { setupConfig } from "../schemas/config";
-import { clientSql, migrate } from "./migrate";
+import { clusterSettings } from "../../schemas/clickhouse/sql";
+import { setupConfig } from "../../schemas/config";
+import { clientSql } from "../../schemas/clickhouse/client";
+import { migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";
 
 const log = pino({ name: "setup" });

@@ -5,49 +5,34 @@
  * of the unpartitioned layout (releases before the time-ordered one) is moved into the new
  * layout while sinks may still be writing to it (`moveToTimeOrdered`). Throws if ClickHouse is
  * unreachable or refuses a statement, and throws before any DDL when an object bearing one of
- * our names is not ours (schemas/ownership.ts): it then changes nothing. With CLICKHOUSE_CLUSTER
+ * our names is not ours (deploy/setup/ownership.ts): it then changes nothing. With CLICKHOUSE_CLUSTER
  * every statement runs ON CLUSTER (ClickHouse waits for each server up to its
  * distributed_ddl_task_timeout, 180 s by default) and makes the Replicated and Distributed tables
  * of schemas/clickhouse/; a cluster starts with the current layout (nothing to move).
  */
-import type { ClickHouseClient } from "@clickhouse/client";
+import { type Dialect, dialectFor, storageName, quoteIdent, quoteString, columnsQuery } from "../../schemas/clickhouse/sql";
+import { type ClickHouseConfig } from "../../schemas/config";
 import {
+  tableNameConflict,
+  migrationsTableDdl,
+  rejectedTableDdl,
+  privacyTableDdl,
+  MIGRATIONS_TABLE,
+} from "../../schemas/clickhouse/tables";
+import { clusterObjectNames, classifyExisting, type TableRow, existingObjectsQuery, conflictMessage, bare } from "./ownership";
+import {
+  tableDdl,
+  retentionDdl,
   EVENTS_SORTING_KEY,
   UNPARTITIONED_SORTING_KEY,
-  addColumnsDdl,
-  copyEventsSql,
+  eventsTableDdl,
   eventMonthsQuery,
   inEventMonths,
-  PARTITIONS_PER_INSERT_QUERY,
-  partitionsPerInsert,
-  dropPartitionDdl,
-  eventsTableDdl,
-  partitionsQuery,
-  partitionsToDrop,
-  retentionDdl,
-  tableDdl,
-} from "../schemas/clickhouse/events";
-import { MIGRATIONS_TABLE, migrationsTableDdl, privacyTableDdl, rejectedTableDdl, tableNameConflict } from "../schemas/clickhouse/tables";
-import { USERS_TABLE, feeds, viewsDdl } from "../schemas/clickhouse/analyst";
-import { columnsQuery, dialectFor, quoteIdent, quoteString, storageName, type Dialect } from "../schemas/clickhouse/sql";
-import type { ClickHouseConfig } from "../schemas/config";
-import { bare, classifyExisting, clusterObjectNames, conflictMessage, existingObjectsQuery, type TableRow } from "../schemas/ownership";
-
-/** What migrate needs of a ClickHouse connection: run a statement, read rows (JSONEachRow). */
-export interface Sql {
-  command(query: string): Promise<void>;
-  rows<T>(query: string): Promise<T[]>;
-}
-
-/** An Sql over @clickhouse/client. */
-export function clientSql(client: ClickHouseClient): Sql {
-  return {
-    command: async (query) => {
-      await client.command({ query });
-    },
-    rows: async <T>(query: string) => (await client.query({ query, format: "JSONEachRow" })).json<T>(),
-  };
-}
+  copyEventsSql,
+  addColumnsDdl,
+} from "../../schemas/clickhouse/events";
+import { viewsDdl, USERS_TABLE, feeds } from "../../schemas/clickhouse/analyst";
+import { Sql, serverPartitionsPerInsert, serverVersion } from "../../schemas/clickhouse/client";
 
 /** The server's version and the DDL dialect chosen for it. */
 export interface MigrationResult {
@@ -179,34 +164,6 @@ export async function copyEvents(sql: Sql, database: string, from: string, to: s
     const chunk = inEventMonths(months.slice(at, at + limit));
     await sql.command(copyEventsSql(database, from, to, where === undefined ? chunk : `(${where}) AND ${chunk}`));
   }
-}
-
-/** The most partitions one of our inserts may touch on this server (schemas/clickhouse/ partitionsPerInsert). */
-export async function serverPartitionsPerInsert(sql: Sql): Promise<number> {
-  const [row] = await sql.rows<{ value: string }>(PARTITIONS_PER_INSERT_QUERY);
-  return partitionsPerInsert(row?.value);
-}
-
-/**
- * Drops the events table's partitions (months) that lie wholly before today - retentionDays;
- * returns their ids. The scheduled retention step on 18.16, which has no TTL (current
- * ClickHouse also has the TTL). `today` is a UTC date, YYYY-MM-DD. Throws on ClickHouse errors.
- */
-export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, today: string): Promise<string[]> {
-  if (config.retentionDays === undefined) return [];
-  // On a cluster, the partitions of the shard this server holds: rows are spread over the shards
-  // by a hash, so each holds every month that has more than a few rows.
-  const { database, table, cluster } = config;
-  const ids = (await sql.rows<{ id: string }>(partitionsQuery(database, storageName(table, cluster)))).map((r) => r.id);
-  const expired = partitionsToDrop(ids, today, config.retentionDays);
-  for (const id of expired) await sql.command(dropPartitionDdl(database, table, id, cluster));
-  return expired;
-}
-
-/** `SELECT version()`, e.g. `18.16.1` or `24.8.4.13`. */
-export async function serverVersion(sql: Sql): Promise<string> {
-  const [row] = await sql.rows<{ version: string }>("SELECT version() AS version");
-  return row?.version ?? "";
 }
 
 async function tablesNamed(sql: Sql, database: string, names: string[]): Promise<TableRow[]> {

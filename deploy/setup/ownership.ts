@@ -17,10 +17,10 @@
  * A view is recognised by what it reads, not by its full text, so views of an older release are
  * still ours and get replaced by the current definition.
  */
-import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "./clickhouse/analyst";
-import { MIGRATIONS_TABLE, PRIVACY_TABLE, REJECTED_TABLE, reservedTableNames } from "./clickhouse/tables";
-import { EVENTS_SORTING_KEY } from "./clickhouse/events";
-import { quoteString, storageName } from "./clickhouse/sql";
+import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "../../schemas/clickhouse/analyst";
+import { MIGRATIONS_TABLE, PRIVACY_TABLE, REJECTED_TABLE, reservedTableNames } from "../../schemas/clickhouse/tables";
+import { EVENTS_SORTING_KEY } from "../../schemas/clickhouse/events";
+import { quoteString, storageName } from "../../schemas/clickhouse/sql";
 
 /**
  * One row of system.tables. `create_table_query` exists on 18.16 and on current ClickHouse

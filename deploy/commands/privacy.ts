@@ -10,13 +10,13 @@
 import { randomUUID } from "node:crypto";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
-import { PRIVACY_TABLE } from "../schemas/clickhouse/tables";
-import { quoteIdent, quoteString } from "../schemas/clickhouse/sql";
-import type { SetupConfig } from "../schemas/config";
-import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../schemas/privacy/list";
-import { followSuppressions } from "../schemas/privacy/follower";
-import type { Sql } from "./migrate";
-import { KeyPartitioner } from "../schemas/kafka/partitioner";
+import { PRIVACY_TABLE } from "../../schemas/clickhouse/tables";
+import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
+import type { SetupConfig } from "../../schemas/config";
+import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
+import { followSuppressions } from "../../schemas/privacy/follower";
+import type { Sql } from "../../schemas/clickhouse/client";
+import { KeyPartitioner } from "../../schemas/kafka/partitioner";
 
 /** What the operator asked. `suppress` with `delete`: also suppress (Segment's SUPPRESS_WITH_DELETE). */
 export interface PrivacyRequest {
