@@ -2,7 +2,7 @@
  * writeKey -> workspaceId. Pure: reads header values, never the network. A missing, malformed,
  * conflicting or unknown key is a value (`AuthResult`), which the app answers with 401.
  */
-import { sha256, type WriteKeyEntry } from "../schemas/config";
+import { sha256, type WriteKeyEntry } from "./keys";
 
 /** The header values a key may come in (lower-case names, as Node gives them). */
 export interface AuthHeaders {

@@ -1,13 +1,54 @@
 /**
- * The keys file (WRITE_KEYS_FILE): create, list, revoke and watch write keys. A new key is printed
+ * Write keys: the entry format (`key=workspaceId`, or `sha256:<hex>=workspaceId`), and the keys
+ * file (WRITE_KEYS_FILE): create, list, revoke and watch write keys. A new key is printed
  * once by the CLI; the file stores only its SHA-256 (`sha256:<hex>=workspaceId` per line), so a
  * leaked file or Secret does not leak keys. Writes replace the file atomically (write + rename).
  * File system errors throw.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import type { Logger } from "pino";
-import { parseKeysFile, sha256, type WriteKeyEntry } from "../schemas/config";
+import typia, { tags } from "typia";
+import type { Name } from "../schemas/config";
+
+/** One accepted writeKey, held only as its SHA-256, and the workspace it belongs to. */
+export interface WriteKeyEntry {
+  /** Lower-case hex SHA-256 of the key's UTF-8 bytes. */
+  sha256: string & tags.Pattern<"^[0-9a-f]{64}$">;
+  workspaceId: Name;
+}
+
+/**
+ * Parses write-key entries: `key=workspaceId` (the key is hashed here and not kept) or
+ * `sha256:<hex>=workspaceId`. The last `=` splits, so a key may itself contain `=` (base64
+ * padding). A malformed entry is kept with an empty field, which the guard then refuses by name.
+ */
+export function parseWriteKeys(entries: string[]): WriteKeyEntry[] {
+  return entries.map((entry) => {
+    const at = entry.lastIndexOf("=");
+    const key = at < 0 ? entry : entry.slice(0, at).trim();
+    const workspaceId = at < 0 ? "" : entry.slice(at + 1).trim();
+    const hashed = /^sha256:([0-9a-fA-F]{64})$/.exec(key);
+    return { sha256: hashed ? hashed[1]!.toLowerCase() : sha256(key), workspaceId };
+  });
+}
+
+/**
+ * The entries of a keys file: one per line, blank lines and `#` comments skipped. Throws
+ * TypeGuardError naming the bad entry.
+ */
+export function parseKeysFile(text: string): WriteKeyEntry[] {
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !l.startsWith("#"));
+  return typia.assert<WriteKeyEntry[]>(parseWriteKeys(lines));
+}
+
+/** Lower-case hex SHA-256 of a key's UTF-8 bytes. */
+export function sha256(writeKey: string): string {
+  return createHash("sha256").update(writeKey, "utf8").digest("hex");
+}
 
 /** A new random key: 32 bytes, base64url (43 characters), prefixed so it is recognisable. */
 export function generateWriteKey(): string {

@@ -7,7 +7,7 @@
  */
 import cluster from "node:cluster";
 import pino, { type Logger } from "pino";
-import { ingestConfig } from "../schemas/config";
+import { ingestConfig } from "./config";
 import { start } from "./service";
 
 /** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Kafka, logLevel } from "kafkajs";
 import type { Logger } from "pino";
-import type { IngestConfig } from "../schemas/config";
+import type { IngestConfig } from "./config";
 import { createApp } from "./app";
 import { WriteKeys } from "./auth";
 import { readKeys, watchKeysFile } from "./keys";

@@ -4,7 +4,7 @@
  * is down it gives up after SINK_STOP_TIMEOUT_MS without committing (records are read again).
  */
 import pino from "pino";
-import { sinkConfig } from "../schemas/config";
+import { sinkConfig } from "./config";
 import { start } from "./service";
 
 /** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */

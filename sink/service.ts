@@ -15,7 +15,7 @@ import Koa from "koa";
 import type { Logger } from "pino";
 import { clusterSettings, quoteIdent } from "../schemas/clickhouse/sql";
 import { REJECTED_TABLE } from "../schemas/clickhouse/tables";
-import type { SinkConfig } from "../schemas/config";
+import type { SinkConfig } from "./config";
 import { topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { PRODUCER_RETRY } from "../schemas/kafka/producer";
 import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy/list";

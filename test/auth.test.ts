@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { WriteKeys, withBodyKey, writeKeyFromHeaders } from "../ingest/auth";
-import { parseWriteKeys } from "../schemas/config";
+import { parseWriteKeys } from "../ingest/keys";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 

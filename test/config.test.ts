@@ -1,7 +1,9 @@
 import { createServer } from "node:http";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { DEFAULT_RETENTION_MS, ingestConfig, privacyConfig, setupConfig, sinkConfig } from "../schemas/config";
+import { DEFAULT_RETENTION_MS, privacyConfig, setupConfig } from "../deploy/setup/config";
+import { ingestConfig } from "../ingest/config";
+import { sinkConfig } from "../sink/config";
 
 const refusal = (parse: () => unknown): string => {
   try {

@@ -5,7 +5,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { WriteKeys } from "../ingest/auth";
 import { createKey, readKeys, revokeKeys } from "../ingest/keys";
-import { parseKeysFile, parseWriteKeys, sha256 } from "../schemas/config";
+import { parseKeysFile, parseWriteKeys, sha256 } from "../ingest/keys";
 
 test("entries may be plain keys (hashed on reading) or sha256 digests", () => {
   const hex = sha256("k2");

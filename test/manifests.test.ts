@@ -19,7 +19,9 @@ import Ajv from "ajv";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { parseAllDocuments } from "yaml";
-import { ingestConfig, setupConfig, sinkConfig } from "../schemas/config";
+import { ingestConfig } from "../ingest/config";
+import { setupConfig } from "../deploy/setup/config";
+import { sinkConfig } from "../sink/config";
 import { findRoot, render } from "./kustomize";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML of many kinds, checked by schemas, not by types

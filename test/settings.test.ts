@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { parseWriteKeys } from "../schemas/config";
+import { parseWriteKeys } from "../ingest/keys";
 import { createApp } from "../ingest/app";
 import { WriteKeys } from "../ingest/auth";
 import { ingestMetrics } from "../ingest/metrics";

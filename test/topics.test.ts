@@ -7,7 +7,8 @@ import { randomUUID } from "node:crypto";
 import { ConfigResourceTypes, ConfigSource, Kafka, logLevel } from "kafkajs";
 import { suite, test } from "uvu";
 import * as assert from "uvu/assert";
-import { DEFAULT_RETENTION_MS, kafkaConfig, setupConfig } from "../schemas/config";
+import { DEFAULT_RETENTION_MS, setupConfig } from "../deploy/setup/config";
+import { kafkaConfig } from "../schemas/config";
 import { ensureTopics, replicationFor } from "../deploy/setup/topics";
 
 test("defaults: 3 and 2 on three brokers or more, every broker and one less on fewer, 1 and 1 on one", () => {

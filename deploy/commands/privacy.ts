@@ -12,7 +12,7 @@ import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { PRIVACY_TABLE } from "../../schemas/clickhouse/tables";
 import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
-import type { SetupConfig } from "../../schemas/config";
+import type { SetupConfig } from "../setup/config";
 import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import type { Sql } from "../../schemas/clickhouse/client";

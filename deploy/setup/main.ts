@@ -7,7 +7,7 @@ import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { clusterSettings } from "../../schemas/clickhouse/sql";
-import { setupConfig } from "../../schemas/config";
+import { setupConfig } from "./config";
 import { clientSql } from "../../schemas/clickhouse/client";
 import { migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";

@@ -5,7 +5,8 @@
  * Throws if Kafka is unreachable or the replication asked for cannot be had.
  */
 import { ConfigResourceTypes, ConfigSource, type Admin, type Kafka } from "kafkajs";
-import { DEFAULT_RETENTION_MS, type KafkaConfig, type SetupConfig } from "../../schemas/config";
+import { DEFAULT_RETENTION_MS, type SetupConfig } from "./config";
+import { type KafkaConfig } from "../../schemas/config";
 
 /** Replication of the topics setup creates. */
 export interface Replication {

@@ -8,7 +8,7 @@ import { createClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { quoteIdent } from "../../schemas/clickhouse/sql";
-import { setupConfig } from "../../schemas/config";
+import { setupConfig } from "../../deploy/setup/config";
 import { clientSql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
 import { runPrivacyRequest } from "../../deploy/commands/privacy";

@@ -1,0 +1,158 @@
+/** Settings of the ingest service, read from the environment once at start (schemas/config.ts). */
+import typia, { tags } from "typia";
+import { Env, KafkaConfig, LogLevel, Name, Port, Positive, int, kafkaConfig, list } from "../schemas/config";
+import { WriteKeyEntry, parseWriteKeys } from "./keys";
+
+/** Settings of the ingest service. */
+export interface IngestConfig {
+  /** Listen address (env INGEST_HOST, INGEST_PORT). */
+  host: Name;
+  port: Port;
+  /**
+   * Where /metrics answers, apart from the public API (env INGEST_METRICS_HOST, default
+   * INGEST_HOST; INGEST_METRICS_PORT, 0 picks a free port): a scrape port need not be public.
+   */
+  metricsHost: Name;
+  metricsPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
+  /** env WRITE_KEYS: `key=workspaceId` (or `sha256:<hex>=workspaceId`) pairs, comma-separated. */
+  writeKeys: WriteKeyEntry[];
+  /**
+   * The ingest's public address as SDKs reach it, e.g. `https://ingest.example.com` (env
+   * PUBLIC_URL): the settings document points analytics.js and the mobile SDKs there. Unset, the
+   * address the settings request came to.
+   */
+  publicUrl?: Name;
+  /** env WRITE_KEYS_FILE: a keys file, one entry per line, re-read when it changes. */
+  writeKeysFile?: Name;
+  /** pino level: fatal, error, warn, info, debug, trace (env LOG_LEVEL). */
+  logLevel: LogLevel;
+  /** Largest request body in bytes, after decompression (env MAX_REQUEST_BYTES; Segment: 500 KB). */
+  maxRequestBytes: Positive;
+  /** Largest stored message in bytes of JSON (env MAX_MESSAGE_BYTES; Segment: 32 KB). */
+  maxMessageBytes: Positive;
+  /** Most messages in one batch request (env MAX_BATCH_MESSAGES; Segment: 2,500). */
+  maxBatchMessages: Positive;
+  /** Deepest nesting of arrays/objects in a body (env MAX_JSON_DEPTH). */
+  maxJsonDepth: Positive;
+  /** Messages per second per workspace and process; 0 is no limit (env RATE_LIMIT_PER_SECOND). */
+  rateLimitPerSecond: number & tags.Type<"uint32">;
+  /** Token bucket size: messages accepted at once after a quiet spell (env RATE_LIMIT_BURST). */
+  rateLimitBurst: Positive;
+  /** Slow clients: whole headers within, whole request within, idle keep-alive, ms (env INGEST_HEADERS_TIMEOUT_MS, INGEST_REQUEST_TIMEOUT_MS, INGEST_KEEPALIVE_TIMEOUT_MS). */
+  headersTimeoutMs: Positive;
+  requestTimeoutMs: Positive;
+  keepAliveTimeoutMs: Positive;
+  /**
+   * A request's whole body must arrive within this many ms of its headers, else 408 and the
+   * connection is closed (env INGEST_BODY_TIMEOUT_MS): a client that sends nothing or trickles
+   * is dropped long before INGEST_REQUEST_TIMEOUT_MS.
+   */
+  bodyTimeoutMs: Positive;
+  /** On SIGTERM, how long /readyz answers 503 while requests are still served, ms (env INGEST_DRAIN_DELAY_MS). */
+  drainDelayMs: number & tags.Type<"uint32">;
+  /**
+   * Proxies you run in front of the ingest, each appending to X-Forwarded-For (env TRUST_PROXY:
+   * a count; `true` is 1; 0 or unset ignores the header). The client address is the entry that
+   * many hops from the right; entries left of it are whatever the client claimed.
+   */
+  trustedProxies: number & tags.Type<"uint32"> & tags.Maximum<16>;
+  /**
+   * Bytes held at once - request bodies being read plus records Kafka has not settled - before
+   * answering 503 + Retry-After (env INGEST_MAX_INFLIGHT_BYTES). Memory is a few times this:
+   * each body is held as bytes, text, parsed objects and records.
+   */
+  maxInflightBytes: Positive;
+  /**
+   * Processes serving the port (env INGEST_WORKERS; node:cluster). 1 runs no cluster; more puts
+   * a primary in front that forks them and forwards SIGTERM. On Kubernetes keep 1 and scale pods.
+   */
+  workers: Positive & tags.Maximum<64>;
+  /** Allowed browser origins for CORS, or `*` (env CORS_ORIGINS, comma-separated). */
+  corsOrigins: Name[] & tags.MinItems<1>;
+  /** How long records wait to be sent together, ms (env PRODUCE_LINGER_MS). */
+  produceLingerMs: number & tags.Type<"uint32">;
+  /** Most records in one sendBatch (env PRODUCE_MAX_BATCH). */
+  produceMaxBatch: Positive;
+  /** Deadline for the broker's ack of a request's records, ms; past it the answer is 503 (env PRODUCE_TIMEOUT_MS). */
+  produceTimeoutMs: Positive;
+  /** Retry-After seconds sent with a 503 (env RETRY_AFTER_SECONDS). */
+  retryAfterSeconds: Positive;
+  kafka: KafkaConfig;
+}
+
+/**
+ * Parses and checks the ingest settings. Throws TypeGuardError on a bad value, and an Error
+ * naming both settings and their values when two contradict each other (ingestContradiction):
+ * among them INGEST_HEADERS_TIMEOUT_MS above INGEST_REQUEST_TIMEOUT_MS (node:http refuses to
+ * create the server), and INGEST_KEEPALIVE_TIMEOUT_MS not below INGEST_HEADERS_TIMEOUT_MS (older
+ * Node releases timed a kept-alive socket's wait for the next request's headers with the headers
+ * timeout, so a longer keep-alive cut connections clients were reusing; Node 20.20 does not).
+ */
+export function ingestConfig(env: Env): IngestConfig {
+  const config = typia.assert<IngestConfig>({
+    host: env.INGEST_HOST ?? "127.0.0.1",
+    port: int(env.INGEST_PORT, 3000),
+    metricsHost: env.INGEST_METRICS_HOST ?? env.INGEST_HOST ?? "127.0.0.1",
+    metricsPort: int(env.INGEST_METRICS_PORT, 3002),
+    writeKeys: parseWriteKeys(list(env.WRITE_KEYS ?? "")),
+    ...(env.WRITE_KEYS_FILE ? { writeKeysFile: env.WRITE_KEYS_FILE } : {}),
+    ...(env.PUBLIC_URL ? { publicUrl: env.PUBLIC_URL } : {}),
+    logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
+    maxRequestBytes: int(env.MAX_REQUEST_BYTES, 500 * 1024),
+    maxMessageBytes: int(env.MAX_MESSAGE_BYTES, 32 * 1024),
+    maxBatchMessages: int(env.MAX_BATCH_MESSAGES, 2_500),
+    maxJsonDepth: int(env.MAX_JSON_DEPTH, 64),
+    rateLimitPerSecond: int(env.RATE_LIMIT_PER_SECOND, 100_000),
+    rateLimitBurst: int(env.RATE_LIMIT_BURST, 200_000),
+    headersTimeoutMs: int(env.INGEST_HEADERS_TIMEOUT_MS, 10_000),
+    requestTimeoutMs: int(env.INGEST_REQUEST_TIMEOUT_MS, 30_000),
+    keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
+    bodyTimeoutMs: int(env.INGEST_BODY_TIMEOUT_MS, 10_000),
+    drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
+    trustedProxies: env.TRUST_PROXY === "true" ? 1 : env.TRUST_PROXY === "false" ? 0 : int(env.TRUST_PROXY, 0),
+    maxInflightBytes: int(env.INGEST_MAX_INFLIGHT_BYTES, 32 * 1024 * 1024),
+    workers: int(env.INGEST_WORKERS, 1),
+    corsOrigins: list(env.CORS_ORIGINS ?? "*"),
+    produceLingerMs: int(env.PRODUCE_LINGER_MS, 1),
+    produceMaxBatch: int(env.PRODUCE_MAX_BATCH, 10_000),
+    produceTimeoutMs: int(env.PRODUCE_TIMEOUT_MS, 10_000),
+    retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
+    kafka: kafkaConfig(env),
+  });
+  const contradiction = ingestContradiction(config);
+  if (contradiction !== undefined) throw new Error(contradiction);
+  return config;
+}
+
+/**
+ * The first pair of ingest settings that contradict each other, as a message naming both
+ * settings and their values; undefined if none. Pure.
+ */
+export function ingestContradiction(c: IngestConfig): string | undefined {
+  // node:http's createServer throws ERR_OUT_OF_RANGE when headersTimeout > requestTimeout.
+  if (c.headersTimeoutMs > c.requestTimeoutMs) {
+    return `INGEST_HEADERS_TIMEOUT_MS (${c.headersTimeoutMs}) is above INGEST_REQUEST_TIMEOUT_MS (${c.requestTimeoutMs}): the headers are part of the request, and Node's HTTP server refuses to start`;
+  }
+  if (c.keepAliveTimeoutMs >= c.headersTimeoutMs) {
+    return `INGEST_KEEPALIVE_TIMEOUT_MS (${c.keepAliveTimeoutMs}) must be below INGEST_HEADERS_TIMEOUT_MS (${c.headersTimeoutMs})`;
+  }
+  if (c.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?$/.test(c.publicUrl))
+    return `PUBLIC_URL (${c.publicUrl}) must be http(s)://host[:port]`;
+  if (c.metricsPort === c.port) return `INGEST_METRICS_PORT (${c.metricsPort}) must differ from INGEST_PORT: /metrics is not public`;
+  if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
+    return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;
+  }
+  if (c.maxMessageBytes > c.maxRequestBytes)
+    return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) is above MAX_REQUEST_BYTES (${c.maxRequestBytes})`;
+  if (c.maxInflightBytes < c.maxRequestBytes) {
+    return `INGEST_MAX_INFLIGHT_BYTES (${c.maxInflightBytes}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): no compressed request could be read`;
+  }
+  // A refused item's record holds up to MAX_MESSAGE_BYTES of raw JSON plus about 5 KB of reasons.
+  if (c.maxMessageBytes + 8_192 > c.kafka.maxMessageBytes) {
+    return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) does not fit in KAFKA_MAX_MESSAGE_BYTES (${c.kafka.maxMessageBytes})`;
+  }
+  if (c.produceTimeoutMs >= c.requestTimeoutMs) {
+    return `PRODUCE_TIMEOUT_MS (${c.produceTimeoutMs}) must be below INGEST_REQUEST_TIMEOUT_MS (${c.requestTimeoutMs})`;
+  }
+  return undefined;
+}
