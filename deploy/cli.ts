@@ -10,9 +10,6 @@
  *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
-import { userInfo } from "node:os";
-import { createClient } from "@clickhouse/client";
-import { Kafka, logLevel } from "kafkajs";
 import pino from "pino";
 import { kafkaConfig } from "../schemas/config";
 import { privacyConfig, setupConfig } from "./setup/config";
@@ -20,10 +17,11 @@ import { sinkConfig } from "../sink/config";
 import { createKey, readKeys, revokeKeys } from "../ingest/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
-import { clientSql } from "../schemas/clickhouse/client";
+import { clientSql, createClickHouse } from "../schemas/clickhouse/client";
+import { createKafka } from "../schemas/kafka/client";
+import { keysCommandConfig } from "../ingest/config";
 import { dropExpiredPartitions } from "../sink/retention";
 import { runPrivacyRequest } from "./commands/privacy";
-import { clusterSettings } from "../schemas/clickhouse/sql";
 import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/dlq-progress";
 import { runSetup } from "./setup/main";
@@ -74,7 +72,7 @@ export async function cli(args: string[]): Promise<number> {
 }
 
 function keys(args: string[]): number {
-  const file = process.env.WRITE_KEYS_FILE;
+  const file = keysCommandConfig(process.env).writeKeysFile;
   if (!file) {
     process.stderr.write("keys: set WRITE_KEYS_FILE to the keys file\n");
     return 2;
@@ -104,7 +102,7 @@ async function retention(): Promise<number> {
     process.stderr.write("retention: RETENTION_DAYS is not set; nothing is dropped\n");
     return 2;
   }
-  const client = createClient({ url: config.url, username: config.username, password: config.password });
+  const client = createClickHouse(config);
   try {
     const dropped = await dropExpiredPartitions(clientSql(client), config, new Date().toISOString().slice(0, 10));
     log.info({ dropped, retentionDays: config.retentionDays, table: `${config.database}.${config.table}` }, "retention applied");
@@ -117,7 +115,7 @@ async function retention(): Promise<number> {
 async function dlqReplay(): Promise<number> {
   const config = kafkaConfig(process.env);
   const groupId = replayGroupId(sinkConfig(process.env).groupId);
-  const kafka = new Kafka({ clientId: `${config.clientId}-dlq-replay`, brokers: config.brokers, logLevel: logLevel.ERROR });
+  const kafka = createKafka(config, "dlq-replay");
   const replayed = await replayDeadLetters(kafka, config, groupId);
   log.info({ replayed, from: config.dlqTopic, to: config.topic }, "dead letters replayed");
   return 0;
@@ -138,21 +136,15 @@ async function users(args: string[]): Promise<number> {
   const [action, workspaceId, userId, ...rest] = args;
   const flags = new Set(rest.filter((a) => a === "--suppress"));
   const by = rest.indexOf("--by");
-  const requestedBy = by >= 0 ? rest[by + 1] : (process.env.USER ?? userInfo().username);
+  const config = privacyConfig(process.env);
+  const requestedBy = by >= 0 ? rest[by + 1] : config.operator;
   const known = rest.every((a, i) => a === "--suppress" || a === "--by" || (i === by + 1 && by >= 0));
   if ((action !== "delete" && action !== "suppress" && action !== "unsuppress") || !workspaceId || !userId || !requestedBy || !known) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const config = privacyConfig(process.env);
-  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-cli`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
-  const ch = config.clickhouse;
-  const client = createClient({
-    url: ch.url,
-    username: ch.username,
-    password: ch.password,
-    clickhouse_settings: clusterSettings(ch.cluster),
-  });
+  const kafka = createKafka(config.kafka, "cli");
+  const client = createClickHouse(config.clickhouse);
   try {
     const request = { action, workspaceId, userId, suppress: flags.has("--suppress"), requestedBy } as const;
     const timing = { sinkWaitMs: config.sinkWaitMs, mutationWaitMs: 600_000 };

@@ -156,3 +156,8 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   }
   return undefined;
 }
+
+/** Settings of `keys ...`: the keys file it manages (env WRITE_KEYS_FILE). Throws TypeGuardError on a bad value. */
+export function keysCommandConfig(env: Env): { writeKeysFile?: Name } {
+  return typia.assert<{ writeKeysFile?: Name }>(env.WRITE_KEYS_FILE ? { writeKeysFile: env.WRITE_KEYS_FILE } : {});
+}

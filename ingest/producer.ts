@@ -10,6 +10,7 @@ import type { Producer } from "kafkajs";
 import type { EventRecord } from "../schemas/envelope";
 import { chunkByBytes, recordBytes } from "../schemas/kafka/limits";
 import { sendWhole } from "../schemas/kafka/producer";
+import { withDeadline } from "../schemas/runtime/deadline";
 import type { IngestMetrics } from "./metrics";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
@@ -120,7 +121,7 @@ export class Accumulator {
     for (const size of sizes) this.pendingBytes += size;
     if (this.pendingRecords >= this.options.maxBatch || this.pendingBytes >= (this.options.maxBytes ?? Infinity)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.options.lingerMs);
-    return withDeadline(acked, this.options.timeoutMs);
+    return withDeadline(acked, this.options.timeoutMs, () => new ProduceTimeoutError(this.options.timeoutMs));
   }
 
   /** Sends everything pending now, without waiting for the ack. */
@@ -183,12 +184,4 @@ export class Accumulator {
     this.flush();
     await Promise.allSettled([...this.inFlight]);
   }
-}
-
-function withDeadline(acked: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ProduceTimeoutError(ms)), ms);
-  });
-  return Promise.race([acked, deadline]).finally(() => clearTimeout(timer));
 }

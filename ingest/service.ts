@@ -7,7 +7,6 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Kafka, logLevel } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
 import { createApp } from "./app";
@@ -17,11 +16,12 @@ import { ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { topicMaxMessageBytes } from "../schemas/kafka/limits";
-import { PRODUCER_RETRY } from "../schemas/kafka/producer";
+import { createKafka } from "../schemas/kafka/client";
+import { createProducer } from "../schemas/kafka/producer";
+import { withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { TokenBuckets } from "./ratelimit";
-import { KeyPartitioner } from "../schemas/kafka/partitioner";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
@@ -43,16 +43,8 @@ export interface RunningIngest {
 
 /** Starts the ingest service. Throws if the producer cannot connect. */
 export async function start(config: IngestConfig, log: Logger): Promise<RunningIngest> {
-  const kafka = new Kafka({
-    clientId: config.kafka.clientId,
-    brokers: config.kafka.brokers,
-    logLevel: logLevel.ERROR,
-  });
-  const producer = kafka.producer({
-    allowAutoTopicCreation: false,
-    createPartitioner: KeyPartitioner,
-    retry: PRODUCER_RETRY, // a failed send is sent again whole by kafkaSend (schemas/kafka/producer.ts)
-  });
+  const kafka = createKafka(config.kafka);
+  const producer = createProducer(kafka); // a failed send is sent again whole by kafkaSend
   const admin = kafka.admin({ retry: { retries: 0 } });
   await producer.connect();
   await admin.connect();
@@ -60,9 +52,8 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   let kafkaAnswers = true;
   let accepting = true;
   const probe = setInterval(() => {
-    const deadline = sleep(PROBE_INTERVAL_MS, "timeout" as const);
-    Promise.race([admin.fetchTopicMetadata({ topics: [config.kafka.topic] }), deadline]).then(
-      (result) => (kafkaAnswers = result !== "timeout"),
+    withDeadline(admin.fetchTopicMetadata({ topics: [config.kafka.topic] }), PROBE_INTERVAL_MS, () => new Error("no answer")).then(
+      () => (kafkaAnswers = true),
       () => (kafkaAnswers = false),
     );
   }, PROBE_INTERVAL_MS);

@@ -12,7 +12,9 @@ import { PartitionBatches, type BatchItem, type DeadLetter, type PartitionBatch 
 import type { DecodeResult } from "./decode";
 import { Flusher, type CommitOffset } from "./flush";
 import type { SinkMetrics } from "./metrics";
-import { retry, type InsertRows, type ProbeInsert } from "./writer";
+import { reconnectOnCrash } from "../schemas/kafka/reconnect";
+import { retry } from "../schemas/runtime/retry";
+import type { InsertRows, ProbeInsert } from "./writer";
 
 /** What the loop needs. */
 export interface LoopDeps<Row> {
@@ -173,30 +175,10 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
 
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     health.joined = false;
-    if (payload.restart) {
-      log.error({ err: payload.error, topic }, "consumer crashed; kafkajs restarts it");
-      return;
-    }
-    if (stopping) return;
-    // kafkajs gives up on errors it deems final, such as no group coordinator after its retries
-    // (Kafka down for longer than they last). Kafka coming back is an infrastructure matter:
-    // reconnect with backoff until it answers; the records are read again from the last commit.
-    log.error({ err: payload.error, topic }, "consumer crashed and kafkajs will not restart it; reconnecting");
-    batches.clear();
-    void retry(
-      async () => {
-        if (stopping) return;
-        await consumer.connect();
-        await begin();
-      },
-      {
-        minMs: deps.retryMinMs,
-        maxMs: deps.retryMaxMs,
-        signal: abort.signal,
-        onRetry: (error, attempt, waitMs) => log.warn({ err: error, attempt, waitMs, topic }, "consumer reconnect failed; retrying"),
-      },
-    ).catch(() => {});
+    // Run again after a crash kafkajs will not restart, the consumer reads from the last commit.
+    if (!payload.restart && !stopping) batches.clear();
   });
+  const keeper = reconnectOnCrash(consumer, begin, { minMs: deps.retryMinMs, maxMs: deps.retryMaxMs }, log, `consumer of ${topic}`);
 
   const timer = setInterval(
     () => {
@@ -211,6 +193,7 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
     health,
     stop: async (abortAfterMs) => {
       stopping = true;
+      keeper.stop();
       clearInterval(timer);
       const giveUp = setTimeout(() => abort.abort(), abortAfterMs);
       consumer.pause([{ topic }]);

@@ -8,16 +8,16 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createClient } from "@clickhouse/client";
 import Router from "@koa/router";
-import { Kafka, logLevel, type Admin } from "kafkajs";
+import type { Admin } from "kafkajs";
 import Koa from "koa";
 import type { Logger } from "pino";
-import { clusterSettings, quoteIdent } from "../schemas/clickhouse/sql";
+import { quoteIdent } from "../schemas/clickhouse/sql";
 import { REJECTED_TABLE } from "../schemas/clickhouse/tables";
 import type { SinkConfig } from "./config";
 import { topicMaxMessageBytes } from "../schemas/kafka/limits";
-import { PRODUCER_RETRY } from "../schemas/kafka/producer";
+import { createProducer } from "../schemas/kafka/producer";
+import { createKafka } from "../schemas/kafka/client";
 import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
@@ -28,12 +28,11 @@ import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { checkSinkRights } from "./grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
-import { clientSql, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
+import { clientSql, createClickHouse, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
 import { dropExpiredPartitions } from "./retention";
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
-import { KeyPartitioner } from "../schemas/kafka/partitioner";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -55,14 +54,8 @@ export interface RunningSink {
 /** Starts the sink; resolves when the consumers run and the HTTP server listens. */
 export async function start(config: SinkConfig, log: Logger): Promise<RunningSink> {
   const ch = config.clickhouse;
-  const client = createClient({
-    url: ch.url,
-    username: ch.username,
-    password: ch.password,
-    database: ch.database,
-    clickhouse_settings: clusterSettings(ch.cluster),
-  });
-  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-sink`, brokers: config.kafka.brokers, logLevel: logLevel.ERROR });
+  const client = createClickHouse(ch, { useDatabase: true });
+  const kafka = createKafka(config.kafka, "sink");
   const consumerOf = (groupId: string) =>
     kafka.consumer({
       groupId,
@@ -76,11 +69,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const eventsConsumer = consumerOf(groups[config.kafka.topic]!);
   const rejectedConsumer = consumerOf(groups[config.kafka.rejectedTopic]!);
   // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka/producer.ts says why).
-  const dlqProducer = kafka.producer({
-    allowAutoTopicCreation: false,
-    createPartitioner: KeyPartitioner,
-    retry: PRODUCER_RETRY,
-  });
+  const dlqProducer = createProducer(kafka);
   const admin = kafka.admin({ retry: { retries: 0 } });
 
   await client.ping();

@@ -12,6 +12,7 @@ import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { Kafka, logLevel } from "kafkajs";
 import { clusterSettings, onCluster } from "../schemas/clickhouse/sql";
 import { clickhouseConfig, kafkaConfig } from "../schemas/config";
+import { pollUntil } from "../schemas/runtime/poll";
 
 const dist = join(__dirname, "..");
 
@@ -228,19 +229,22 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Polls `probe` until it returns a value other than undefined, or throws after `timeoutMs`. */
+/**
+ * Polls `probe` (every 100 ms, pollUntil) until it returns a value other than undefined, or throws
+ * after `timeoutMs` naming `what` and the probe's last error; a probe's error counts as no answer yet.
+ */
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  while (Date.now() < deadline) {
+  const answer = async () => {
     try {
-      const value = await probe();
-      if (value !== undefined) return value;
+      return await probe();
     } catch (error) {
       last = error;
+      return undefined;
     }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  };
+  const value = await pollUntil(answer, { intervalMs: 100, timeoutMs });
+  if (value !== undefined) return value;
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
 

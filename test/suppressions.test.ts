@@ -1,6 +1,6 @@
 /**
- * The suppressions follower's answer to a kafkajs crash (schemas/privacy/follower.ts): the backoff,
- * the offsets already applied, and the reconnection with a stand-in for the kafkajs Consumer
+ * The suppressions follower's answer to a kafkajs crash (schemas/privacy/follower.ts): the offsets
+ * already applied, and the reconnection (schemas/kafka/reconnect.ts) with a stand-in for the kafkajs Consumer
  * (only which calls are made is checked). The follower against a real broker stopped for 90 s is
  * fault scenario 10 (test/faults/privacy.test.ts).
  */
@@ -8,19 +8,11 @@ import { EventEmitter } from "node:events";
 import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { AppliedOffsets, reconnectDelayMs, reconnectOnCrash, type CrashableConsumer } from "../schemas/privacy/follower";
+import { reconnectOnCrash, type CrashableConsumer } from "../schemas/kafka/reconnect";
+import { AppliedOffsets } from "../schemas/privacy/follower";
 
 const log = pino({ level: "silent" });
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-test("reconnectDelayMs: the minimum first, doubling, capped at the maximum", () => {
-  const backoff = { minMs: 500, maxMs: 5_000 };
-  assert.equal(
-    [1, 2, 3, 4, 5, 6, 100].map((a) => reconnectDelayMs(a, backoff)),
-    [500, 1_000, 2_000, 4_000, 5_000, 5_000, 5_000],
-  );
-  assert.is(reconnectDelayMs(0, backoff), 500, "an attempt below 1 waits the minimum");
-});
 
 test("AppliedOffsets: a record is new once per partition; a re-read from the start is skipped", () => {
   const applied = new AppliedOffsets();

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { BatchItem } from "../sink/batch";
-import { classifyInsertError, insertOrBisect, isDataError, retry } from "../sink/writer";
+import { classifyInsertError, insertOrBisect, isDataError } from "../sink/writer";
 import type { EventRow } from "../schemas/row";
 
 const items = (ids: string[]): BatchItem<EventRow>[] =>
@@ -105,35 +105,6 @@ test("a retriable insert error is thrown, not dead-lettered", async () => {
     (e: unknown) => e,
   );
   assert.instance(error, Error);
-});
-
-test("retry backs off until success and reports each failure", async () => {
-  let calls = 0;
-  const waits: number[] = [];
-  const value = await retry(
-    async () => {
-      if (++calls < 4) throw new Error("down");
-      return "ok";
-    },
-    { minMs: 1, maxMs: 4, signal: new AbortController().signal, onRetry: (_e, _a, waitMs) => void waits.push(waitMs) },
-  );
-  assert.is(value, "ok");
-  assert.equal(waits, [1, 2, 4]);
-});
-
-test("retry gives up with the last error once aborted", async () => {
-  const abort = new AbortController();
-  setTimeout(() => abort.abort(), 20);
-  const error = await retry(() => Promise.reject(new Error("still down")), {
-    minMs: 5,
-    maxMs: 5,
-    signal: abort.signal,
-    onRetry: () => {},
-  }).then(
-    () => undefined,
-    (e: unknown) => e as Error,
-  );
-  assert.is(error?.message, "still down");
 });
 
 test.run();

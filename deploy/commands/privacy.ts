@@ -8,7 +8,7 @@
  * ClickHouse failures (the request can be run again: every step is idempotent).
  */
 import { randomUUID } from "node:crypto";
-import type { Kafka } from "kafkajs";
+import type { Admin, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { PRIVACY_TABLE } from "../../schemas/clickhouse/tables";
 import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
@@ -16,7 +16,9 @@ import type { SetupConfig } from "../setup/config";
 import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import type { Sql } from "../../schemas/clickhouse/client";
-import { KeyPartitioner } from "../../schemas/kafka/partitioner";
+import { createProducer, sendWhole } from "../../schemas/kafka/producer";
+import { pollUntil } from "../../schemas/runtime/poll";
+import { withAdmin } from "../../schemas/kafka/client";
 
 /** What the operator asked. `suppress` with `delete`: also suppress (Segment's SUPPRESS_WITH_DELETE). */
 export interface PrivacyRequest {
@@ -114,32 +116,32 @@ export class DeletionIncompleteError extends Error {
   }
 }
 
+/** How long publishing the entry may retry before the request fails (Kafka unreachable), ms. */
+const PUBLISH_DEADLINE_MS = 30_000;
+
+/** How often a wait below asks again, ms: the sink's commits, ClickHouse's mutations. */
+const SINK_POLL_MS = 500;
+const MUTATION_POLL_MS = 200;
+
 /** End offsets per topic and partition. */
 type Ends = Map<string, Map<number, number>>;
 
 /** Publishes the entry (acks=all); returns the end offsets of the events and rejected topics after it. */
 async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): Promise<Ends> {
-  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: KeyPartitioner });
+  const producer = createProducer(kafka);
   await producer.connect();
   try {
-    await producer.send({
-      topic: config.kafka.suppressionsTopic,
-      acks: -1,
-      messages: [{ key: entryKey(entry.workspaceId, entry.userId), value: JSON.stringify(entry) }],
-    });
+    const messages = [{ key: entryKey(entry.workspaceId, entry.userId), value: JSON.stringify(entry) }];
+    await sendWhole(producer, { acks: -1, topicMessages: [{ topic: config.kafka.suppressionsTopic, messages }] }, PUBLISH_DEADLINE_MS);
   } finally {
     await producer.disconnect();
   }
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  return withAdmin(kafka, async (admin) => {
     const ends: Ends = new Map();
     for (const topic of [config.kafka.topic, config.kafka.rejectedTopic])
       ends.set(topic, new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)])));
     return ends;
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 /**
@@ -153,26 +155,22 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs:
     [config.kafka.topic, config.groupId],
     [config.kafka.rejectedTopic, `${config.groupId}-rejected`],
   ]);
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      let passed = true;
-      for (const [topic, partitions] of ends) {
-        const [offsets] = await admin.fetchOffsets({ groupId: groups.get(topic)!, topics: [topic] });
-        const committed = new Map((offsets?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-        for (const [partition, end] of partitions) if (end > 0 && (committed.get(partition) ?? -1) < end) passed = false;
-      }
-      if (passed) return true;
-      const { groups: described } = await admin.describeGroups([...groups.values()]);
-      if (described.every((g) => g.members.length === 0)) return true;
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 500));
+  const passed = async (admin: Admin): Promise<true | undefined> => {
+    for (const [topic, partitions] of ends) {
+      const [offsets] = await admin.fetchOffsets({ groupId: groups.get(topic)!, topics: [topic] });
+      const committed = new Map((offsets?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      for (const [partition, end] of partitions)
+        if (end > 0 && (committed.get(partition) ?? -1) < end) {
+          const { groups: described } = await admin.describeGroups([...groups.values()]);
+          return described.every((g) => g.members.length === 0) ? true : undefined;
+        }
     }
-  } finally {
-    await admin.disconnect();
-  }
+    return true;
+  };
+  return withAdmin(
+    kafka,
+    async (admin) => (await pollUntil(() => passed(admin), { intervalMs: SINK_POLL_MS, timeoutMs: waitMs })) ?? false,
+  );
 }
 
 /**
@@ -187,11 +185,9 @@ async function deleteRows(sql: Sql, database: string, target: DeletionTarget, wa
   await sql.command(target.mutation);
   const pending = `SELECT count() AS n FROM system.mutations
 WHERE database = ${quoteString(database)} AND table = ${quoteString(target.table)} AND NOT is_done`;
-  const deadline = Date.now() + waitMs;
-  while (Number((await sql.rows<{ n: string }>(pending))[0]?.n ?? 0) > 0) {
-    if (Date.now() > deadline) throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const applied = async () => (Number((await sql.rows<{ n: string }>(pending))[0]?.n ?? 0) === 0 ? true : undefined);
+  if (!(await pollUntil(applied, { intervalMs: MUTATION_POLL_MS, timeoutMs: waitMs })))
+    throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms`);
   return before;
 }
 

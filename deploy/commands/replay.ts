@@ -9,10 +9,10 @@
  */
 import { type Kafka, type Admin } from "kafkajs";
 import { type KafkaConfig } from "../../schemas/config";
-import { KeyPartitioner } from "../../schemas/kafka/partitioner";
-import { PRODUCER_RETRY, sendWhole } from "../../schemas/kafka/producer";
+import { createProducer, sendWhole } from "../../schemas/kafka/producer";
 import { DLQ_HEADERS } from "../../schemas/envelope";
 import { PendingRange, readPendingRanges } from "../../sink/dlq-progress";
+import { withAdmin } from "../../schemas/kafka/client";
 
 /** How long one re-send may retry before the replay fails (it resumes from its commit when run again), ms. */
 const REPLAY_SEND_DEADLINE_MS = 30_000;
@@ -26,15 +26,11 @@ const REPLAY_RECHECK_MS = 5_000;
  * Kafka fails: the consumer crashes, or a re-send is not acknowledged within its deadline.
  */
 export async function replayDeadLetters(kafka: Kafka, config: KafkaConfig, groupId: string): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  return withAdmin(kafka, async (admin) => {
     const ranges = await readPendingRanges(admin, config.dlqTopic, groupId);
     if (ranges.size === 0) return 0;
     return await replayRanges(kafka, admin, config, groupId, ranges);
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 /**
@@ -49,11 +45,7 @@ async function replayRanges(
   groupId: string,
   ranges: Map<number, PendingRange>,
 ): Promise<number> {
-  const producer = kafka.producer({
-    allowAutoTopicCreation: false,
-    createPartitioner: KeyPartitioner,
-    retry: PRODUCER_RETRY,
-  });
+  const producer = createProducer(kafka);
   const consumer = kafka.consumer({ groupId });
   await Promise.all([producer.connect(), consumer.connect()]);
   let replayed = 0;

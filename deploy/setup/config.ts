@@ -1,4 +1,5 @@
 /** Settings of the one-shot setup (topics, migrations) and of the `users ...` commands. */
+import { userInfo } from "node:os";
 import typia, { tags } from "typia";
 import { ClickHouseConfig, Env, KafkaConfig, Name, Positive, clickhouseConfig, int, kafkaConfig, optional } from "../../schemas/config";
 
@@ -55,6 +56,11 @@ export interface PrivacyConfig extends SetupConfig {
    * stopped drops the user's records when it reads them.
    */
   sinkWaitMs: number & tags.Type<"uint32">;
+  /**
+   * Who asks, kept in the audit row when `--by` is not given (env USER, else the OS account;
+   * absent when neither exists, as for a container's arbitrary uid: `--by` is then required).
+   */
+  operator?: Name;
 }
 
 /**
@@ -67,7 +73,21 @@ export function setupConfig(env: Env): SetupConfig {
 
 /** Parses and checks the settings of `users ...`. Throws TypeGuardError on a bad value. */
 export function privacyConfig(env: Env): PrivacyConfig {
-  return typia.assert<PrivacyConfig>({ ...setupFields(env), sinkWaitMs: int(env.PRIVACY_SINK_WAIT_MS, 60_000) });
+  const operator = env.USER || osAccount();
+  return typia.assert<PrivacyConfig>({
+    ...setupFields(env),
+    sinkWaitMs: int(env.PRIVACY_SINK_WAIT_MS, 60_000),
+    ...(operator ? { operator } : {}),
+  });
+}
+
+/** The OS account's name; undefined when the uid has none (node:os userInfo throws then). */
+function osAccount(): string | undefined {
+  try {
+    return userInfo().username;
+  } catch {
+    return undefined;
+  }
 }
 
 function setupFields(env: Env): SetupConfig {

@@ -3,12 +3,11 @@
  * idempotent. Exits 1 if either server is unreachable, or if the database holds a table or view
  * bearing one of our names that setup did not create (deploy/setup/migrate.ts; ClickHouse is left as it was).
  */
-import { createClient } from "@clickhouse/client";
-import { Kafka, logLevel } from "kafkajs";
+import { logLevel } from "kafkajs";
 import pino from "pino";
-import { clusterSettings } from "../../schemas/clickhouse/sql";
 import { setupConfig } from "./config";
-import { clientSql } from "../../schemas/clickhouse/client";
+import { clientSql, createClickHouse } from "../../schemas/clickhouse/client";
+import { createKafka } from "../../schemas/kafka/client";
 import { migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";
 
@@ -17,10 +16,10 @@ const log = pino({ name: "setup" });
 /** Creates the topics and migrates ClickHouse; resolves when both are done. */
 export async function runSetup(): Promise<void> {
   const config = setupConfig(process.env);
-  const kafka = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.WARN });
+  const kafka = createKafka(config.kafka, "setup", logLevel.WARN);
   const { created, retentionChanged, replication } = await ensureTopics(kafka, config.kafka, config);
   // Its retries log nothing: "coordinator not available" is the expected answer while it waits.
-  const quiet = new Kafka({ clientId: `${config.kafka.clientId}-setup`, brokers: config.kafka.brokers, logLevel: logLevel.NOTHING });
+  const quiet = createKafka(config.kafka, "setup", logLevel.NOTHING);
   await waitForGroupCoordinator(quiet, config.groupId);
   log.info(
     { created, retentionChanged, ...replication, topic: config.kafka.topic, dlqTopic: config.kafka.dlqTopic, groupId: config.groupId },
@@ -30,13 +29,7 @@ export async function runSetup(): Promise<void> {
   // On a cluster the backfills insert into Distributed tables: clusterSettings makes them wait for
   // every shard. ON CLUSTER statements wait for every server, up to distributed_ddl_task_timeout
   // (180 s by default), hence the request timeout.
-  const client = createClient({
-    url: ch.url,
-    username: ch.username,
-    password: ch.password,
-    request_timeout: 300_000,
-    clickhouse_settings: clusterSettings(ch.cluster),
-  });
+  const client = createClickHouse(ch, { requestTimeoutMs: 300_000 });
   try {
     const { version, dialect } = await migrate(clientSql(client), config.clickhouse);
     log.info({ version, dialect, table: `${config.clickhouse.database}.${config.clickhouse.table}` }, "clickhouse migrated");

@@ -7,6 +7,8 @@
 import { ConfigResourceTypes, ConfigSource, type Admin, type Kafka } from "kafkajs";
 import { DEFAULT_RETENTION_MS, type SetupConfig } from "./config";
 import { type KafkaConfig } from "../../schemas/config";
+import { withAdmin } from "../../schemas/kafka/client";
+import { pollUntil } from "../../schemas/runtime/poll";
 
 /** Replication of the topics setup creates. */
 export interface Replication {
@@ -56,9 +58,7 @@ export async function ensureTopics(
   config: KafkaConfig,
   setup: TopicSettings,
 ): Promise<{ created: string[]; retentionChanged: string[]; replication: Replication }> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  return withAdmin(kafka, async (admin) => {
     const { brokers } = await admin.describeCluster();
     const chosen = replicationFor(brokers.length, setup);
     if (!chosen.ok) throw new Error(chosen.message);
@@ -99,9 +99,7 @@ export async function ensureTopics(
         retentionChanged.push(topic);
     }
     return { created: wanted.map((t) => t.topic), retentionChanged, replication: chosen.replication };
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 /**
@@ -138,17 +136,21 @@ export async function setTopicRetention(admin: Admin, topic: string, retentionMs
  * news reaches it, which kafkajs's own wait (createTopics waitForLeaders) does not outlast.
  */
 async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  let failure: unknown;
+  const led = async (): Promise<true | undefined> => {
     try {
       const { topics: found } = await admin.fetchTopicMetadata({ topics });
-      if (found.length === topics.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      failure = undefined;
+      return found.length === topics.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))
+        ? true
+        : undefined;
     } catch (error) {
-      if (Date.now() > deadline) throw error;
+      failure = error;
+      return undefined;
     }
-    if (Date.now() > deadline) throw new Error(`topics ${topics.join(", ")} have no leader after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  };
+  if (await pollUntil(led, { intervalMs: 250, timeoutMs })) return;
+  throw failure ?? new Error(`topics ${topics.join(", ")} have no leader after ${timeoutMs} ms`);
 }
 
 /**
@@ -158,11 +160,11 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000
  * kafkajs retries the lookup (about 30 s here); throws when they are spent.
  */
 export async function waitForGroupCoordinator(kafka: Kafka, groupId: string): Promise<void> {
-  const admin = kafka.admin({ retry: { retries: 8, maxRetryTime: 5_000 } });
-  await admin.connect();
-  try {
-    await admin.describeGroups([groupId]);
-  } finally {
-    await admin.disconnect();
-  }
+  return withAdmin(
+    kafka,
+    async (admin) => {
+      await admin.describeGroups([groupId]);
+    },
+    { retry: { retries: 8, maxRetryTime: 5_000 } },
+  );
 }

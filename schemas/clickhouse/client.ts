@@ -1,10 +1,35 @@
 /**
- * What the processes need of a ClickHouse connection (Sql: run a statement, read rows), over
- * @clickhouse/client, and the server facts they read through it (version, partitions per insert).
- * Throws what the client throws when ClickHouse is unreachable or refuses a statement.
+ * The one ClickHouse client factory, what the processes need of a connection (Sql: run a
+ * statement, read rows), and the server facts they read through it (version, partitions per
+ * insert). Throws what the client throws when ClickHouse is unreachable or refuses a statement.
  */
-import { type ClickHouseClient } from "@clickhouse/client";
+import { createClient, type ClickHouseClient } from "@clickhouse/client";
+import type { ClickHouseConfig } from "../config";
 import { PARTITIONS_PER_INSERT_QUERY, partitionsPerInsert } from "./events";
+import { clusterSettings } from "./sql";
+
+/** What a process asks of its client beyond the config. */
+export interface ClientOptions {
+  /** Unqualified names resolve in CLICKHOUSE_DATABASE (the sink); setup creates it, so it has none. */
+  useDatabase?: boolean;
+  /** How long one request may take, ms (the client's default is 30 s; ON CLUSTER DDL needs more). */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * A client for the server of `config`, with its credentials; on a cluster every insert waits for
+ * each shard (clusterSettings). Not connected until its first request.
+ */
+export function createClickHouse(config: ClickHouseConfig, options: ClientOptions = {}): ClickHouseClient {
+  return createClient({
+    url: config.url,
+    username: config.username,
+    password: config.password,
+    ...(options.useDatabase ? { database: config.database } : {}),
+    ...(options.requestTimeoutMs === undefined ? {} : { request_timeout: options.requestTimeoutMs }),
+    clickhouse_settings: clusterSettings(config.cluster),
+  });
+}
 
 /** What migrate needs of a ClickHouse connection: run a statement, read rows (JSONEachRow). */
 export interface Sql {

@@ -5,6 +5,7 @@
  * `topicMaxMessageBytes` throws if Kafka is unreachable; the rest is pure.
  */
 import { ConfigResourceTypes, type Kafka } from "kafkajs";
+import { withAdmin } from "./client";
 
 /**
  * Bytes a record adds to a record batch beyond its key, value and headers (Kafka's record
@@ -56,18 +57,14 @@ export function chunkByBytes<T>(items: readonly T[], maxBytes: number, sizeOf: (
  * answer.
  */
 export async function topicMaxMessageBytes(kafka: Kafka, topic: string, configured: number): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  return withAdmin(kafka, async (admin) => {
     const described = await admin.describeConfigs({
       includeSynonyms: false,
       resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["max.message.bytes"] }],
     });
     const value = Number(described.resources[0]?.configEntries.find((e) => e.configName === "max.message.bytes")?.configValue);
     return Number.isInteger(value) && value > 0 ? Math.min(configured, value) : configured;
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 function byteLength(data: string | Buffer | null | undefined): number {

@@ -1,0 +1,29 @@
+/**
+ * The one Kafka client factory and the one admin helper of the project's processes and commands.
+ */
+import { Kafka, logLevel, type Admin, type AdminConfig } from "kafkajs";
+import type { KafkaConfig } from "../config";
+
+/**
+ * A kafkajs client for the brokers of `config`, its clientId `<KAFKA_CLIENT_ID>-<role>` (the role
+ * names the process or command in the brokers' logs and quotas; the ingest, the main producer,
+ * has none), logging at `level` (ERROR: kafkajs's retries of what we retry ourselves are not news).
+ */
+export function createKafka(config: KafkaConfig, role?: string, level: logLevel = logLevel.ERROR): Kafka {
+  const clientId = role === undefined ? config.clientId : `${config.clientId}-${role}`;
+  return new Kafka({ clientId, brokers: config.brokers, logLevel: level });
+}
+
+/**
+ * Connects an admin client, runs `fn` with it, and disconnects whatever `fn` did. Throws what
+ * connect or `fn` throws (Kafka unreachable, or `fn`'s own errors).
+ */
+export async function withAdmin<T>(kafka: Kafka, fn: (admin: Admin) => Promise<T>, options?: AdminConfig): Promise<T> {
+  const admin = kafka.admin(options);
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
