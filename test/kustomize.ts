@@ -35,15 +35,25 @@ export function kustomizeBinary(root: string): string {
 }
 
 /**
- * `kustomize build <dir>`, parsed as Kubernetes reads manifests (YAML 1.1). Throws an Error
- * carrying kustomize's message when the build fails.
+ * `kustomize build <dir>`: the YAML stream kustomize prints. Throws an Error carrying kustomize's
+ * message when the build fails.
  */
-export function render(root: string, dir: string): Manifest[] {
+export function build(root: string, dir: string): string {
   const run = spawnSync(kustomizeBinary(root), ["build", dir], { encoding: "utf8", timeout: 60_000 });
   if (run.error) throw run.error;
   if (run.status !== 0) throw new Error(`kustomize build ${dir} failed: ${run.stderr.trim()}`);
-  const docs = parseAllDocuments(run.stdout, { version: "1.1" });
+  return run.stdout;
+}
+
+/** The objects of a YAML stream such as kustomize prints, parsed as Kubernetes reads manifests (YAML 1.1). */
+export function parseManifests(yaml: string): Manifest[] {
+  const docs = parseAllDocuments(yaml, { version: "1.1" });
   return (Array.isArray(docs) ? docs : [docs]).map((d) => d.toJS() as Manifest).filter((m) => m !== null && m !== undefined);
+}
+
+/** `kustomize build <dir>`, parsed by parseManifests(); throws as build() does. */
+export function render(root: string, dir: string): Manifest[] {
+  return parseManifests(build(root, dir));
 }
 
 /** The kustomizations to render: deploy/k8s/base, then every deploy/k8s/overlays/<name>, sorted. */

@@ -31,6 +31,64 @@ if [[ ! -x $KUSTOMIZE ]]; then
   echo "test: installing kustomize $KUSTOMIZE_VERSION from the Go module proxy (first run only)..."
   GOBIN="$(dirname "$KUSTOMIZE")" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" || exit 1
 fi
+# The real kubeconform for the manifests' schema checks (Go module proxy; test/kubeconform.ts has
+# the same versions), and the Kubernetes JSON Schemas it reads. Its default schema source, GitHub,
+# is out of reach: PyPI's kubernetes-validate ships the same per-kind schemas (strict variant:
+# unknown fields refused). The strict schemas of the oldest and newest Kubernetes it carries are
+# extracted under .stack, their references to kubernetes.io/api/_definitions.json made relative.
+KUBECONFORM_VERSION=v0.8.0
+export KUBECONFORM="${STACK_DIR:-$ROOT/.stack}/kubeconform/$KUBECONFORM_VERSION/kubeconform"
+if [[ ! -x $KUBECONFORM ]]; then
+  echo "test: installing kubeconform $KUBECONFORM_VERSION from the Go module proxy (first run only)..."
+  GOBIN="$(dirname "$KUBECONFORM")" go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" || exit 1
+fi
+SCHEMA_PACKAGE_VERSION=1.37.0
+SCHEMA_KUBERNETES_VERSIONS=(v1.25.0 v1.37.0)
+export KUBECONFORM_SCHEMAS="${STACK_DIR:-$ROOT/.stack}/kubernetes-json-schema/$SCHEMA_PACKAGE_VERSION"
+schemas_missing=0
+for version in "${SCHEMA_KUBERNETES_VERSIONS[@]}"; do
+  [[ -f $KUBECONFORM_SCHEMAS/$version-local-strict/_definitions.json ]] || schemas_missing=1
+done
+if ((schemas_missing)); then
+  echo "test: installing the Kubernetes JSON Schemas of kubernetes-validate $SCHEMA_PACKAGE_VERSION from PyPI (first run only)..."
+  wheels="$(mktemp -d)"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: -d "$wheels" \
+    "kubernetes-validate==$SCHEMA_PACKAGE_VERSION" || exit 1
+  python3 - "$wheels"/kubernetes_validate-*.whl "$KUBECONFORM_SCHEMAS" "${SCHEMA_KUBERNETES_VERSIONS[@]}" <<'PY' || exit 1
+import json, os, shutil, sys, zipfile
+
+wheel, dest, *versions = sys.argv[1:]
+partial = dest + ".partial"
+shutil.rmtree(partial, ignore_errors=True)
+
+def relative(node):
+    if isinstance(node, dict):
+        if str(node.get("$ref", "")).startswith("/api/"):
+            node["$ref"] = node["$ref"][len("/api/"):]
+        for value in node.values():
+            relative(value)
+    elif isinstance(node, list):
+        for value in node:
+            relative(value)
+
+with zipfile.ZipFile(wheel) as z:
+    for version in versions:
+        prefix = f"kubernetes_validate/kubernetes-json-schema/{version}-local-strict/"
+        names = [n for n in z.namelist() if n.startswith(prefix) and n.endswith(".json")]
+        if not names:
+            sys.exit(f"{wheel} has no {prefix}")
+        os.makedirs(os.path.join(partial, version + "-local-strict"))
+        for name in names:
+            schema = json.loads(z.read(name))
+            schema.pop("$id", None)  # https://kubernetes.io/api/...: resolve from the file instead
+            relative(schema)
+            with open(os.path.join(partial, version + "-local-strict", name[len(prefix):]), "w") as f:
+                json.dump(schema, f, separators=(",", ":"))
+shutil.rmtree(dest, ignore_errors=True)
+os.replace(partial, dest)
+PY
+  rm -rf "$wheels"
+fi
 stack_up || exit 1
 npx uvu dist/test '\.test\.js$' --ignore faults
 rc=$?
