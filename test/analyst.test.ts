@@ -3,8 +3,8 @@
  * current ClickHouse (chdb in-process, migrated by the same setup code, rows built by the same
  * code the pipeline runs): retries with different sentAt/receivedAt collapse; `users` holds the
  * latest traits by event time whatever order identifies arrive in; `identities` links
- * anonymousIds (identify) and previousIds (alias) to users; the per-type views and the README's
- * queries give deduplicated answers. The dataset is dated relative to today, as the README's
+ * anonymousIds (identify) and previousIds (alias) to users; the per-type views and the queries of
+ * docs/QUERIES.md give deduplicated answers. The dataset is dated relative to today, as those
  * queries are.
  */
 import { suite } from "uvu";
@@ -78,7 +78,7 @@ const older: Message[] = [
 /** an-5 again: same message, its client timestamp kept, another sentAt. */
 const retried = newer[5]!;
 
-/** What the README queries must answer for the dataset, by name. */
+/** What the queries of docs/QUERIES.md must answer for the dataset, by name. */
 function checkReadmeResults(results: Record<string, unknown>[][], where: string): void {
   const byName = Object.fromEntries(readmeQueries.map((q, i) => [q.name, results[i]!]));
   const dau = byName["daily active users, last 7 days"]!.map((r) => [String(r.day), Number(r.active_users)]);

@@ -1,7 +1,7 @@
 /**
  * Smoke run of `npm run bench:queries` (test/bench/queries.ts) on 100,000 events, on the local
  * ClickHouse 18.16 and on current ClickHouse through chdb, so the benchmark cannot rot: it must
- * end well and time every README query on both engines and both layouts. It asserts no speed
+ * end well and time every query of docs/QUERIES.md on both engines and both layouts. It asserts no speed
  * (that is the benchmark's own output, read by people, never a pass/fail threshold).
  */
 import { spawn } from "node:child_process";
@@ -14,8 +14,8 @@ import * as assert from "uvu/assert";
 const root = join(__dirname, "..", "..");
 const ROWS = 100_000;
 
-/** The README's example query names, read as the benchmark and test/analyst.test.ts read them. */
-const names = [...readFileSync(join(root, "README.md"), "utf8").matchAll(/```sql\n([\s\S]*?)```/g)].map((m) =>
+/** The example query names of docs/QUERIES.md, read as the benchmark and test/analyst.test.ts read them. */
+const names = [...readFileSync(join(root, "docs", "QUERIES.md"), "utf8").matchAll(/```sql\n([\s\S]*?)```/g)].map((m) =>
   m[1]!.split("\n")[0]!.replace(/^--\s*/, ""),
 );
 
@@ -36,9 +36,9 @@ test(`npm run bench:queries on ${ROWS} rows: every README query timed, old and n
   const figures = JSON.parse(lines.at(-1)!) as { legacy: Timings; current: Timings; rows: number };
   assert.equal(Object.keys(figures).sort(), ["current", "legacy", "rows"]);
   assert.is(figures.rows, ROWS);
-  assert.ok(names.length > 0, "the README has example queries");
+  assert.ok(names.length > 0, "docs/QUERIES.md has example queries");
   for (const engine of ["legacy", "current"] as const) {
-    assert.equal(Object.keys(figures[engine]).sort(), [...names].sort(), `${engine}: one entry per README query`);
+    assert.equal(Object.keys(figures[engine]).sort(), [...names].sort(), `${engine}: one entry per query of docs/QUERIES.md`);
     for (const name of names) {
       const { old_s, new_s } = figures[engine][name]!;
       for (const s of [old_s, new_s]) assert.ok(Number.isFinite(s) && s >= 0, `${engine}, ${name}: ${old_s} / ${new_s}`);

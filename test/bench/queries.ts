@@ -1,5 +1,5 @@
 /**
- * `npm run bench:queries`: times the README's example queries on the events layout of the
+ * `npm run bench:queries`: times the example queries of docs/QUERIES.md on the events layout of the
  * previous release (no partitions, ORDER BY workspace_id, message_id) and on the current one
  * (time-ordered, with `users` and `identities`), on ClickHouse 18.16 (the local server) and on
  * current ClickHouse (chdb), over QUERY_BENCH_ROWS generated events (default 20,000,000).
@@ -41,7 +41,7 @@ function benchConfig(env: NodeJS.ProcessEnv): BenchConfig {
 }
 
 /**
- * Each README question as the previous release asked it: on `events FINAL` of the unpartitioned
+ * Each docs/QUERIES.md question as the previous release asked it: on `events FINAL` of the unpartitioned
  * table, days from `toDate(timestamp)`, traits from identify rows (its `users` view was
  * argMax(traits, timestamp) over them, grouped by user), identities from identify and alias rows.
  * The user filter sits inside the subqueries, where current ClickHouse pushes a view's WHERE:
@@ -189,7 +189,7 @@ async function benchEngine(label: string, engine: Engine, p: Plan, notes: string
   const dialect = dialectFor(version);
   const queries = readmeQueries().map((q) => {
     const old = OLD_QUERIES[q.name];
-    if (old === undefined) throw new Error(`README query "${q.name}" has no old-layout variant in test/bench/queries.ts`);
+    if (old === undefined) throw new Error(`docs/QUERIES.md query "${q.name}" has no old-layout variant in test/bench/queries.ts`);
     return { ...q, old };
   });
   try {
