@@ -3,42 +3,35 @@
  * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
  * unless the broker acknowledged every record of the request.
  */
-import { randomUUID } from "node:crypto";
-import cors from "@koa/cors";
-import Router from "@koa/router";
+import { type WriteKeys, type AuthHeaders } from "./auth";
+import { type EventRecord } from "../schemas/envelope";
+import { type TokenBuckets } from "./ratelimit";
+import { type IngestMetrics } from "./metrics";
+import { type PrivacyList, itemIds } from "../schemas/privacy/list";
+import { type Logger } from "pino";
 import Koa from "koa";
-import type { Logger } from "pino";
-import type { EventRecord } from "../schemas/envelope";
-import { itemIds, type PrivacyList } from "../schemas/privacy/list";
-import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
-import type { AuthHeaders, WriteKeys } from "./auth";
-import { readBody } from "./body";
-import { InflightBudget, parsedBytes, parsedLimit, type Lease } from "./budget";
-import { buildRecords, buildRejected, type Receipt } from "./envelope";
+import Router from "@koa/router";
 import {
-  answerError,
+  unknownProject,
+  type HttpError,
+  overloaded,
+  tooCostly,
   assertAuthenticated,
   invalidBody,
-  invalidJson,
-  type HttpError,
-  messageTooLarge,
-  methodNotAllowed,
-  noBody,
-  notFound,
-  overloaded,
   rateLimited,
-  tooCostly,
-  tooDeep,
-  unknownProject,
-  unsupportedEncoding,
-  unsupportedMediaType,
+  notFound,
+  answerError,
   type ErrorBody,
+  methodNotAllowed,
+  messageTooLarge,
 } from "./errors";
-import type { IngestMetrics } from "./metrics";
-import type { TokenBuckets } from "./ratelimit";
-import { routeTable, type Route, type Sorted } from "./routes";
-import { publicAddress, settingsDocument } from "./settings";
-import { jsonShape } from "./validate";
+import { settingsDocument, publicAddress } from "./settings";
+import { InflightBudget, type Lease } from "./budget";
+import { type Route, routeTable, type Sorted } from "./routes";
+import { type Receipt, buildRecords, buildRejected } from "./envelope";
+import cors from "@koa/cors";
+import { randomUUID } from "node:crypto";
+import { readJson } from "./body";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -107,24 +100,6 @@ export const REJECTED_HEADER = "X-Rejected-Messages";
  * client's address to all).
  */
 const SETTINGS_MAX_AGE_SECONDS = 300;
-
-/**
- * Content-Types whose body is read as JSON: sendBeacon can only send text/plain, and
- * RudderStack's Node SDK labels its (gzipped) JSON application/x-www-form-urlencoded.
- */
-const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
-
-/**
- * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip:
- * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each mapped to the name
- * ingest/body.ts reads; limits count decoded bytes.
- */
-const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
-  ["identity", "identity"],
-  ["gzip", "gzip"],
-  ["x-gzip", "gzip"],
-  ["deflate", "deflate"],
-]);
 
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
@@ -244,61 +219,6 @@ export function createApp(deps: AppDeps): Koa {
   // A method no route has (TRACE, ...) is the client's mistake: 405, not the router's default 501.
   app.use(router.allowedMethods({ throw: true, notImplemented: methodNotAllowed, methodNotAllowed }));
   return app;
-}
-
-/**
- * Checks Content-Type and Content-Encoding, reads the body (ingest/body.ts: each decoded chunk
- * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
- * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
- * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
- * them; ClickHouse refuses them).
- */
-async function readJson(
-  ctx: Koa.Context,
-  limits: Limits,
-  bodyTimeoutMs: number,
-  charge: (bytes: number) => HttpError | undefined,
-): Promise<Record<string, unknown> | undefined> {
-  // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
-  if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
-  const type = ctx.request.is(...JSON_TYPES);
-  if (type === null) throw noBody();
-  if (type === false) throw unsupportedMediaType();
-  const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
-  const known = ENCODINGS.get(encoding);
-  if (known === undefined) throw unsupportedEncoding(encoding);
-  const text = await readBody(ctx.req, { encoding: known, maxBytes: limits.maxRequestBytes, timeoutMs: bodyTimeoutMs, charge });
-  const shape = jsonShape(text, limits.maxJsonDepth);
-  if (shape.tooDeep) throw tooDeep(limits);
-  const cost = parsedBytes(shape);
-  const most = parsedLimit(limits.maxRequestBytes);
-  if (cost > most) throw tooCostly(cost, most);
-  const refused = charge(cost);
-  if (refused) throw refused;
-  const body = parseTopLevel(text, limits);
-  return mayHoldLoneSurrogate(text) ? wellFormed(body) : body;
-}
-
-/** JSON whitespace, then the `{` or `[` a body must start with. */
-const OBJECT_OR_ARRAY = /^[ \t\n\r]*[{[]/;
-const BLANK = /^[ \t\n\r]*$/;
-
-/**
- * The parsed body; its top level must be an object or an array (as co-body's strict mode had
- * it). A blank body is 400 `invalid_json` ("no body"), a parse failure 400 naming the reason.
- * JSON.parse keeps `__proto__` keys as plain own data, which is what the client sent; nothing
- * here copies input keys onto a prototype-bearing object by assignment (spreads define own
- * properties), so they stay data end to end.
- */
-function parseTopLevel(text: string, limits: Limits): Record<string, unknown> {
-  if (!OBJECT_OR_ARRAY.test(text)) throw BLANK.test(text) ? noBody() : invalidJson("the top level must be an object or an array");
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch (error) {
-    // Nesting is checked before parsing; a stack overflow here would still be nesting.
-    if (error instanceof RangeError) throw tooDeep(limits);
-    throw invalidJson((error as Error).message);
-  }
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * Reads a request body as text: decompressed by node:zlib when it is gzip or deflate (createUnzip
+ * The JSON body of a request (readJson): the content types and encodings accepted, the nesting
+ * limit, the parsed size charged before parsing, the parse. Underneath, it reads the body as text: decompressed by node:zlib when it is gzip or deflate (createUnzip
  * tells them apart by their header, as co-body's `inflation` does), each decoded chunk charged
  * before it is kept (so what a request holds follows the bytes that arrived, whatever
  * Content-Length announced), collected, limited and decoded as UTF-8 by raw-body (invalid bytes
@@ -11,7 +12,24 @@ import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
 import { createUnzip } from "node:zlib";
 import getRawBody from "raw-body";
-import { bodyAborted, bodyTimeout, HttpError, invalidEncoding, payloadTooLarge } from "./errors";
+import type Koa from "koa";
+import {
+  bodyAborted,
+  bodyTimeout,
+  HttpError,
+  invalidEncoding,
+  invalidJson,
+  noBody,
+  payloadTooLarge,
+  tooCostly,
+  tooDeep,
+  unsupportedEncoding,
+  unsupportedMediaType,
+} from "./errors";
+import { jsonShape } from "./validate";
+import { parsedBytes, parsedLimit } from "./budget";
+import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
+import type { Limits } from "./app";
 
 /** How one body is read. */
 export interface BodyOptions {
@@ -91,4 +109,77 @@ function discardRest(req: IncomingMessage, deadline: number): void {
 function declaredLength(header: string | undefined): number | undefined {
   if (header === undefined || !/^\d+$/.test(header)) return undefined;
   return Number(header);
+}
+
+/**
+ * Content-Types whose body is read as JSON: sendBeacon can only send text/plain, and
+ * RudderStack's Node SDK labels its (gzipped) JSON application/x-www-form-urlencoded.
+ */
+const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
+
+/**
+ * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip:
+ * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each mapped to the name
+ * ingest/body.ts reads; limits count decoded bytes.
+ */
+const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
+  ["identity", "identity"],
+  ["gzip", "gzip"],
+  ["x-gzip", "gzip"],
+  ["deflate", "deflate"],
+]);
+
+/**
+ * Checks Content-Type and Content-Encoding, reads the body (ingest/body.ts: each decoded chunk
+ * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
+ * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
+ * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
+ * them; ClickHouse refuses them).
+ */
+export async function readJson(
+  ctx: Koa.Context,
+  limits: Limits,
+  bodyTimeoutMs: number,
+  charge: (bytes: number) => HttpError | undefined,
+): Promise<Record<string, unknown> | undefined> {
+  // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
+  if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
+  const type = ctx.request.is(...JSON_TYPES);
+  if (type === null) throw noBody();
+  if (type === false) throw unsupportedMediaType();
+  const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
+  const known = ENCODINGS.get(encoding);
+  if (known === undefined) throw unsupportedEncoding(encoding);
+  const text = await readBody(ctx.req, { encoding: known, maxBytes: limits.maxRequestBytes, timeoutMs: bodyTimeoutMs, charge });
+  const shape = jsonShape(text, limits.maxJsonDepth);
+  if (shape.tooDeep) throw tooDeep(limits);
+  const cost = parsedBytes(shape);
+  const most = parsedLimit(limits.maxRequestBytes);
+  if (cost > most) throw tooCostly(cost, most);
+  const refused = charge(cost);
+  if (refused) throw refused;
+  const body = parseTopLevel(text, limits);
+  return mayHoldLoneSurrogate(text) ? wellFormed(body) : body;
+}
+
+/** JSON whitespace, then the `{` or `[` a body must start with. */
+const OBJECT_OR_ARRAY = /^[ \t\n\r]*[{[]/;
+const BLANK = /^[ \t\n\r]*$/;
+
+/**
+ * The parsed body; its top level must be an object or an array (as co-body's strict mode had
+ * it). A blank body is 400 `invalid_json` ("no body"), a parse failure 400 naming the reason.
+ * JSON.parse keeps `__proto__` keys as plain own data, which is what the client sent; nothing
+ * here copies input keys onto a prototype-bearing object by assignment (spreads define own
+ * properties), so they stay data end to end.
+ */
+function parseTopLevel(text: string, limits: Limits): Record<string, unknown> {
+  if (!OBJECT_OR_ARRAY.test(text)) throw BLANK.test(text) ? noBody() : invalidJson("the top level must be an object or an array");
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (error) {
+    // Nesting is checked before parsing; a stack overflow here would still be nesting.
+    if (error instanceof RangeError) throw tooDeep(limits);
+    throw invalidJson((error as Error).message);
+  }
 }

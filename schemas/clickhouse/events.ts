@@ -91,8 +91,7 @@ ORDER BY (workspace_id, message_id)`;
 /**
  * Sharding keys of the Distributed tables: a hash of what identifies a row, so every copy of
  * one (a retried message, a repeated refusal) is stored on the same shard, where
- * ReplacingMergeTree collapses it. The events key is the messageId alone (as the Kafka key),
- * a hash the sink also computes (schemas/shard.ts) when it inserts into each shard directly.
+ * ReplacingMergeTree collapses it. The events key is the messageId alone (as the Kafka key).
  * Users and identities rows are states of aggregates, merged by -Merge across shards, so any
  * shard is right for them; their owner's id keeps one user together on the backfill.
  */

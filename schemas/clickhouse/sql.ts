@@ -42,6 +42,12 @@ export function engine(family: string, args: string, database: string, table: st
   const path = quoteString(`/clickhouse/tables/${shared ? "all" : "{shard}"}/${database}/${table}`);
   return `Replicated${family}(${path}, '{replica}'${args === "" ? "" : `, ${args}`})`;
 }
+/**
+ * Sharding keys of the Distributed tables beside events (EVENTS_SHARDING_KEY): a hash of what
+ * identifies a row, so every copy of one (a repeated refusal) is stored on the same shard, where
+ * ReplacingMergeTree collapses it. Users and identities rows are states of aggregates, merged by
+ * -Merge across shards, so any shard is right for them; their owner's id keeps one user together.
+ */
 export const SHARDING_KEYS = {
   rejected: "cityHash64(workspace_id, rejection_id)",
   users: "cityHash64(workspace_id, user_id)",
