@@ -111,7 +111,7 @@ EOF
             <use_uncompressed_cache>0</use_uncompressed_cache>
             <load_balancing>random</load_balancing>
         </default>
-        <!-- For test/grants.test.ts: a sink logged in as these users must refuse to start. -->
+        <!-- For test/live/grants.test.ts: a sink logged in as these users must refuse to start. -->
         <readonly>
             <readonly>1</readonly>
         </readonly>

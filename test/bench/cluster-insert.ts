@@ -3,7 +3,7 @@
  * into a ClickHouse cluster of two shards, on the same rows, one after the other:
  * - distributed: INSERT INTO the Distributed `events` with insert_distributed_sync=1 (one server
  *   parses the rows, splits them and sends each shard its part);
- * - shards: the sink splits the rows (schemas/shard.ts) and inserts each part into a replica's
+ * - shards: the bench splits the rows itself (shardOf below, as a sink would) and inserts each part into a replica's
  *   `events_local` itself, the shards in parallel.
  * Prints rows/s and CPU µs per row of the sink process and of the ClickHouse servers, for each,
  * and checks that every row the sink placed is on the shard ClickHouse's key names.
@@ -20,8 +20,8 @@ import { migrate } from "../../deploy/setup/migrate";
 import { classifyInsertError, clickhouseInsertLines, type InsertRows } from "../../sink/writer";
 import { corpus } from "./corpus";
 import { cpuSeconds } from "./procstat";
+import { ROOT } from "../support/paths";
 
-const ROOT = join(__dirname, "..", "..", "..");
 const CLUSTER = "pipeline";
 const NODES = [1, 2, 3, 4].map((n) => `http://127.0.0.1:3${n}123`);
 const ROWS = Number(process.env.BENCH_ROWS ?? 400_000);

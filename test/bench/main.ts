@@ -17,7 +17,7 @@ import { clientSql, serverVersion } from "../../schemas/clickhouse/client";
 import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
 import { decodeRow } from "../../sink/decode";
-import { basic, LiveStack } from "../harness";
+import { basic, LiveStack } from "../support/harness";
 import { corpus } from "./corpus";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";

@@ -15,8 +15,8 @@ import { unpartitionedEventsTableDdl } from "../../schemas/clickhouse/events";
 import { clientSql, serverVersion, type Sql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
 import { insertSql, plan, type Plan } from "./query-data";
-import { Chdb } from "../chdb";
-import { readmeQueries } from "../readme";
+import { Chdb } from "../support/chdb";
+import { readmeQueries } from "../support/queries-doc";
 
 const OLD_DB = "bench_queries_old";
 const NEW_DB = "bench_queries_new";

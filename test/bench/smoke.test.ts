@@ -1,0 +1,51 @@
+/**
+ * Smoke run of `npm run bench` (test/bench/main.ts) with 2-second phases against the real local
+ * stack, so the benchmark cannot rot. It asserts that the run completes and reports every figure,
+ * and that every event acknowledged during it became a row; it asserts no speed (that is the
+ * benchmark's own output, read by people, never a pass/fail threshold).
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { join } from "node:path";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+
+const KEYS = [
+  "e2e_events_per_s",
+  "batch_events_per_s",
+  "batch_p50_ms",
+  "batch_p99_ms",
+  "single_req_per_s",
+  "single_p99_ms",
+  "queryable_p50_ms",
+  "queryable_p99_ms",
+  "ingest_rss_mb",
+  "sink_rss_mb",
+  "http_ceiling_events_per_s",
+  "kafka_ceiling_msgs_per_s",
+  "clickhouse_ceiling_rows_per_s",
+  "accept_events_per_s",
+  "accept_p99_ms",
+  "sink_catchup_rows_per_s",
+];
+
+test("npm run bench, 2 s phases: every figure reported, nothing acked missing", async () => {
+  const child = spawn(process.execPath, [join(__dirname, "main.js")], {
+    env: { ...process.env, BENCH_SECONDS: "2", BENCH_CONNECTIONS: "4" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const [code] = (await once(child, "exit")) as [number | null];
+  assert.is(code, 0, out);
+  const lines = out.trim().split("\n");
+  const figures = JSON.parse(lines.at(-1)!) as Record<string, number>;
+  assert.equal(Object.keys(figures), KEYS, "the last line has exactly the documented keys, in order");
+  for (const key of KEYS) assert.ok(Number.isFinite(figures[key]) && figures[key]! > 0, `${key} = ${figures[key]}`);
+  assert.equal(out.match(/acked rows missing: 0 \|/g)?.length, 2, "every acknowledged event became a row, in both batch phases");
+  assert.match(out, /\| ingest \| [\d.]+ s \|/, "the CPU table names the ingest");
+  console.log(`  ${lines.filter((l) => l.startsWith("| Batch") || l.startsWith("| End")).join("\n  ")}`);
+});
+
+test.run();

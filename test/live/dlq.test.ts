@@ -1,0 +1,169 @@
+/**
+ * The DLQ, live: `dlq replay` ends on a DLQ of several partitions of which some have nothing to
+ * read (never written, emptied by retention, replayed before) and replays exactly the letters
+ * there; the time of the oldest letter not yet replayed as the sink reads it; and the sink's
+ * `sink_dlq_oldest_seconds` once it dead-letters a record.
+ */
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { oldestDeadLetterTime, replayGroupId } from "../../sink/dlq-progress";
+import { LiveStack, waitFor } from "../support/harness";
+import { sinkPort } from "../faults/node/scenarios";
+
+const stack = new LiveStack();
+const dlq = suite("dlq replay and age (live)");
+/** A DLQ of four partitions of this suite's own. */
+const multi = `test-dlq-multi-${stack.id}`;
+
+dlq.before(async () => {
+  await stack.start();
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: [{ topic: multi, numPartitions: 4, replicationFactor: 1 }], waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+});
+
+dlq.after(async () => {
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: [multi] });
+  } catch {
+    // housekeeping only
+  } finally {
+    await admin.disconnect();
+  }
+  await stack.stop();
+});
+
+/** A dead letter as an earlier release's envelope (format 1) of a valid track message. */
+function letter(messageId: string, partition: number, timestamp?: number) {
+  const value = JSON.stringify({
+    workspaceId: "ws-test",
+    receivedAt: new Date().toISOString(),
+    message: { type: "track", event: "Dead Letter", userId: "u-dlq", messageId, timestamp: new Date().toISOString() },
+  });
+  return { key: messageId, value, partition, ...(timestamp === undefined ? {} : { timestamp: String(timestamp) }) };
+}
+
+/** Writes letters straight to a DLQ topic. */
+async function deadLetter(topic: string, letters: ReturnType<typeof letter>[]): Promise<void> {
+  const producer = stack.kafka.producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic, acks: -1, messages: letters });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Runs `dlq replay` on `topic`; fails unless it ends, with code 0, within `deadlineMs`. Resolves with the count it logged. */
+async function replay(topic: string, deadlineMs = 60_000): Promise<number> {
+  const run = stack.spawn("deploy/cli.js", { KAFKA_DLQ_TOPIC: topic }, ["dlq", "replay"]);
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    run.exited,
+    new Promise<"deadline">((resolve) => (timer = setTimeout(() => resolve("deadline"), deadlineMs))),
+  ]);
+  clearTimeout(timer);
+  if (outcome === "deadline") {
+    run.child.kill("SIGKILL");
+    await run.exited;
+    assert.unreachable(`dlq replay still running after ${deadlineMs} ms:\n${run.output()}`);
+  }
+  assert.is(run.child.exitCode, 0, run.output());
+  const line = run
+    .output()
+    .split("\n")
+    .find((l) => l.includes("dead letters replayed"));
+  assert.ok(line, run.output());
+  return (JSON.parse(line!) as { replayed: number }).replayed;
+}
+
+dlq("dlq replay ends on partitions with nothing to read, and replays exactly the letters there", async () => {
+  const kept = [randomUUID(), randomUUID(), randomUUID()];
+  const gone = [randomUUID(), randomUUID()];
+  const later = [randomUUID(), randomUUID()];
+  // Partition 0: three letters; 1: none ever; 2: two letters retention deleted; 3: two letters.
+  await deadLetter(multi, [...kept.map((id) => letter(id, 0)), ...gone.map((id) => letter(id, 2)), ...later.map((id) => letter(id, 3))]);
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  try {
+    await admin.fetchTopicMetadata({ topics: [multi] }); // deleteTopicRecords needs it loaded
+    await admin.deleteTopicRecords({ topic: multi, partitions: [{ partition: 2, offset: "-1" }] });
+    const offsets = await admin.fetchTopicOffsets(multi);
+    assert.equal(
+      offsets.map((p) => [p.partition, p.low, p.high]).sort(),
+      [
+        [0, "0", "3"],
+        [1, "0", "0"],
+        [2, "2", "2"],
+        [3, "0", "2"],
+      ],
+      "partition 2 is emptied (low == high), partition 1 never written",
+    );
+  } finally {
+    await admin.disconnect();
+  }
+
+  assert.is(await replay(multi), 5, "the five letters there, each once");
+  await stack.rowsLanded([...kept, ...later]);
+  assert.is(await replay(multi), 0, "a second run finds nothing and ends");
+
+  // One new letter on partition 3: partition 0, replayed to its end, has nothing to deliver.
+  const fresh = randomUUID();
+  await deadLetter(multi, [letter(fresh, 3)]);
+  assert.is(await replay(multi), 1);
+  await stack.rowsLanded([fresh]);
+  await stack.marker();
+  assert.equal(await stack.finalRows(gone), [], "letters deleted before the replay are not sent");
+});
+
+dlq("the time of the oldest letter not yet replayed: the record's own, to the second; none once replayed", async () => {
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  try {
+    const read = oldestDeadLetterTime(admin, multi, replayGroupId(stack.env.SINK_GROUP_ID!));
+    assert.is(await read(), undefined, "every letter of the previous test was replayed");
+    const twoHoursAgo = Date.now() - 2 * 3_600_000;
+    await deadLetter(multi, [letter(randomUUID(), 0, Date.now() - 1_800_000), letter(randomUUID(), 1, twoHoursAgo)]);
+    const found = await read();
+    assert.ok(found !== undefined && found <= twoHoursAgo && twoHoursAgo - found < 1_000, `found ${found}, wrote ${twoHoursAgo}`);
+    assert.is(await read(), found, "the same while nothing is replayed");
+    assert.is(await replay(multi), 2);
+    assert.is(await read(), undefined);
+  } finally {
+    await admin.disconnect();
+  }
+});
+
+/** The value of `name{labels}` in Prometheus text, or undefined when there is no such series. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+dlq("sink_dlq_oldest_seconds is 0 while the DLQ is empty and above 0 once the sink dead-letters a record", async () => {
+  const url = `http://127.0.0.1:${await sinkPort(stack.sink!)}/metrics`;
+  const series = `sink_dlq_oldest_seconds{topic="${stack.env.KAFKA_DLQ_TOPIC}"}`;
+  assert.is(sample(await (await fetch(url)).text(), series), 0);
+  const producer = stack.kafka.producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic: stack.env.KAFKA_TOPIC!, acks: -1, messages: [{ key: "poison", value: "{not json" }] });
+  } finally {
+    await producer.disconnect();
+  }
+  const age = await waitFor("the age of the dead letter", async () => {
+    const value = sample(await (await fetch(url)).text(), series);
+    return value !== undefined && value > 0 ? value : undefined;
+  });
+  assert.ok(age < 60, `${age} s`);
+  console.log(`\n  ${series} ${age} (a dead letter written ${age} s ago)`);
+});
+
+dlq.run();

@@ -1,0 +1,297 @@
+/**
+ * The ClickHouse answers the sink and the migration depend on, on both engines: ClickHouse 18.16
+ * (the live local server) and current ClickHouse (chdb-core in-process, test/support/chdb.ts). Rows are
+ * events-topic values as the ingest writes them (messageRow). Shown on each engine: a flush
+ * spread over 1,500 months (the sink's worst case: records of any ingest release, or replayed)
+ * lands whole in inserts the server accepts (current ClickHouse refuses one INSERT over
+ * `max_partitions_per_insert_block`); without the split the refusal is narrowed by bisection, not
+ * retried for ever; a poison row becomes a dead letter and the rest land; the probe tells a
+ * table that takes inserts from one that does not; the ends of the storable time range are
+ * stored as sent; the migration's copy of a table holding 150 months succeeds; a deletion's
+ * mutations run and leave every row of the users a planted link names.
+ */
+import { createClient, type ClickHouseClient } from "@clickhouse/client";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { unpartitionedEventsTableDdl } from "../../schemas/clickhouse/events";
+import { type Dialect } from "../../schemas/clickhouse/sql";
+import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
+import type { Message } from "../../schemas/messages";
+import { deletionTargets, linkedIdsQuery } from "../../schemas/privacy/list";
+import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
+import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
+import { Flusher } from "../../sink/flush";
+import { clientSql, serverPartitionsPerInsert, type Sql } from "../../schemas/clickhouse/client";
+import { migrate } from "../../deploy/setup/migrate";
+import { eventLineMonth, partitionChunks } from "../../sink/partitions";
+import {
+  classifyInsertError,
+  clickhouseInsertLines,
+  clickhouseProbe,
+  joinLines,
+  PROBE_BODY,
+  probeQuery,
+  type InsertRows,
+  type ProbeInsert,
+} from "../../sink/writer";
+import { Chdb } from "../support/chdb";
+
+/** One engine: its Sql, and the sink's insert and probe for a (quoted) table on it. */
+interface Engine {
+  dialect: Dialect;
+  sql: Sql;
+  insertLines: (table: string) => InsertRows<Buffer>;
+  probe: (table: string) => ProbeInsert;
+}
+
+const scratch = (database: string): ClickHouseConfig => ({ url: "", username: "", password: "", database, table: "events" });
+
+/** The month `i` months after 1970-01 as a client timestamp (mid-month, noon UTC). */
+const monthTime = (i: number) =>
+  `${String(1970 + Math.floor(i / 12)).padStart(4, "0")}-${String((i % 12) + 1).padStart(2, "0")}-15T12:00:00.000Z`;
+
+/**
+ * Events-topic values (schemas/row.ts messageRow, the ingest's format) for tracks whose client
+ * time is `timestamps` (messageId m<i>), received at `receivedAt`. Rows are made here, not by the
+ * ingest: its window would place far times at their arrival, and the sink must take any row an
+ * ingest of any release (or a replay) wrote.
+ */
+function lines(timestamps: string[], receivedAt = "2026-11-24T10:00:00.000Z", prefix = "m"): Buffer[] {
+  return timestamps.map((time, i) => {
+    const message: Message = { type: "track", messageId: `${prefix}${i}`, userId: `u${i % 7}`, event: "E", timestamp: time };
+    const row = messageRow(message, {
+      workspaceId: "ws1",
+      receivedAt,
+      sentAt: null,
+      originalTimestamp: time,
+      timestamp: time,
+      context: undefined,
+    });
+    return Buffer.from(JSON.stringify(row));
+  });
+}
+
+/** The lines as one partition's batch, offsets from 0. */
+function batchOf(rows: Buffer[]): PartitionBatch<Buffer> {
+  const items: BatchItem<Buffer>[] = rows.map((row, i) => ({ row, partition: 0, offset: String(i), key: null, value: row, timestamp: 0 }));
+  return { partition: 0, items, deadLetters: [], lastOffset: String(rows.length - 1), openedAt: 0 };
+}
+
+/** A flusher over the engine's table, chunked by `maxPartitions` when given; retries nothing (an infra error fails the test). */
+function flusherFor(engine: Engine, table: string, maxPartitions?: number) {
+  const letters: DeadLetter[] = [];
+  const inserts: number[] = [];
+  const insert = engine.insertLines(table);
+  const flusher = new Flusher<Buffer>({
+    topic: "events",
+    insert: async (rows) => {
+      await insert(rows);
+      inserts.push(rows.length);
+    },
+    ...(maxPartitions === undefined
+      ? {}
+      : { chunk: (items: BatchItem<Buffer>[]) => partitionChunks(items, eventLineMonth, maxPartitions) }),
+    probe: engine.probe(table),
+    sendDeadLetters: async (l) => void letters.push(...l),
+    commit: async () => {},
+    retry: (_what, fn) => fn(),
+  });
+  return { flusher, letters, inserts };
+}
+
+const count = async (sql: Sql, query: string) => Number((await sql.rows<{ n: string | number }>(query))[0]?.n);
+
+function engineSuite(name: string, open: () => Promise<Engine>, close: () => Promise<void>, prefix: string) {
+  const s = suite(name);
+  let engine: Engine;
+  const db = (tag: string) => `${prefix}_${tag}`;
+  const events = (tag: string) => `\`${db(tag)}\`.events`;
+  s.before(async () => {
+    engine = await open();
+  });
+  s.after(async () => {
+    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy"])
+      await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
+    await close();
+  });
+
+  s("a flush over 1,500 months, each message twice, lands whole in inserts of at most the server's partitions", async () => {
+    await migrate(engine.sql, scratch(db("spread")));
+    const limit = await serverPartitionsPerInsert(engine.sql);
+    assert.is(limit, 100);
+    const months = [...Array(1500).keys()].map(monthTime);
+    const first = lines(months, "2026-11-24T10:00:00.000Z");
+    const retry = lines(months, "2026-11-24T10:00:05.000Z"); // the SDK's retry: same messageId and timestamp
+    const { flusher, letters, inserts } = flusherFor(engine, events("spread"), limit);
+    const result = await flusher.write([batchOf([...first, ...retry])]);
+    assert.equal(letters, []);
+    assert.is(result.inserted, 3000);
+    assert.is(inserts.length, 1500 / limit, `1,500 months in inserts of ${limit}`);
+    // Not FINAL: on 18.16 a FINAL read of 1,000 parts runs out of query memory (code 241; 600 passed, measured);
+    // the ingest's client-time window keeps a live table far below that (test/unit/ingest/envelope.test.ts).
+    assert.is(await count(engine.sql, `SELECT uniqExact(message_id) AS n FROM ${events("spread")}`), 1500);
+    const partitions = `SELECT uniqExact(partition) AS n FROM system.parts WHERE database = '${db("spread")}' AND table = 'events' AND active`;
+    assert.is(await count(engine.sql, partitions), 1500, "one partition a month, no more");
+  });
+
+  s("one insert over the partition limit: current ClickHouse refuses it (252), the sink narrows it and every row lands", async () => {
+    await migrate(engine.sql, scratch(db("bisect")));
+    const rows = lines([...Array(150).keys()].map(monthTime));
+    const refusal = await engine
+      .insertLines(events("bisect"))(rows)
+      .then(() => undefined)
+      .catch((error: unknown) => error);
+    if (engine.dialect === "current") {
+      assert.match(String((refusal as Error).message), /Too many partitions for single INSERT block/);
+      assert.is(classifyInsertError(refusal), "data", "narrowed, not retried as infrastructure");
+    } else assert.is(refusal, undefined, "18.16 has no such limit");
+    const { flusher, letters } = flusherFor(engine, events("bisect")); // no split: bisection alone
+    await flusher.write([batchOf(rows)]);
+    assert.equal(letters, []);
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events("bisect")} FINAL`), 150);
+  });
+
+  s("a poison row is a dead letter, the rest land; the probe tells a table that takes inserts from a missing one", async () => {
+    await migrate(engine.sql, scratch(db("poison")));
+    const rows = lines(["2026-01-01T00:00:00.000Z", "2026-02-01T00:00:00.000Z", "2026-03-01T00:00:00.000Z", "2026-04-01T00:00:00.000Z"]);
+    rows[2] = Buffer.from(rows[2]!.toString().replace('"timestamp":"2026-03-01T00:00:00.000Z"', '"timestamp":"not a time"'));
+    const { flusher, letters } = flusherFor(engine, events("poison"), 100);
+    const result = await flusher.write([batchOf(rows)]);
+    assert.equal(
+      letters.map((l) => l.offset),
+      ["2"],
+    );
+    assert.is(result.inserted, 3);
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events("poison")} FINAL`), 3);
+    await engine.probe(events("poison"))();
+    const missing = await engine
+      .probe(`\`${db("poison")}\`.nothing_here`)()
+      .then(() => "accepted")
+      .catch(() => "refused");
+    assert.is(missing, "refused");
+  });
+
+  s("the ends of the storable range are stored as sent, with their own day", async () => {
+    await migrate(engine.sql, scratch(db("ends")));
+    const { flusher, letters } = flusherFor(engine, events("ends"), 100);
+    await flusher.write([batchOf(lines(["1970-01-01T00:00:00.000Z", "2105-12-31T23:59:59.000Z"]))]);
+    assert.equal(letters, []);
+    const rows = await engine.sql.rows<{ s: string | number; d: string }>(
+      `SELECT toUInt32(toUnixTimestamp(timestamp)) AS s, toString(toYYYYMMDD(event_date)) AS d FROM ${events("ends")} FINAL ORDER BY s`,
+    );
+    assert.equal(
+      rows.map((r) => [Number(r.s), r.d]),
+      [
+        [0, "19700101"],
+        [4291747199, "21051231"],
+      ],
+    );
+  });
+
+  s("the migration copies a table holding rows of 150 months into the partitioned layout", async () => {
+    const d = db("copy");
+    await engine.sql.command(`CREATE DATABASE \`${d}\``);
+    await engine.sql.command(unpartitionedEventsTableDdl(engine.dialect, d, "events"));
+    await engine.insertLines(`\`${d}\`.events`)(lines([...Array(150).keys()].map(monthTime)));
+    const result = await migrate(engine.sql, scratch(d));
+    assert.is(result.moved?.rows, 150);
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.events FINAL`), 150);
+    assert.is(await count(engine.sql, `SELECT uniqExact(toYYYYMM(event_date)) AS n FROM \`${d}\`.events`), 150);
+  });
+
+  s("a deletion runs on this engine and touches only the person asked for (a planted link reaches no identified row)", async () => {
+    const d = db("privacy");
+    await migrate(engine.sql, scratch(d));
+    const at = "2026-11-24T10:00:00.000Z";
+    const row = (m: Record<string, unknown>) =>
+      Buffer.from(
+        JSON.stringify(
+          messageRow(m as unknown as Message, {
+            workspaceId: "ws1",
+            receivedAt: at,
+            sentAt: null,
+            originalTimestamp: at,
+            timestamp: at,
+            context: undefined,
+          }),
+        ),
+      );
+    const rows = [
+      row({ type: "identify", messageId: "a1", userId: "alice", anonymousId: "alice-dev", traits: { plan: "pro" } }),
+      row({ type: "track", messageId: "a2", userId: "alice", event: "E" }),
+      row({ type: "track", messageId: "a3", userId: "alice", event: "E" }),
+      row({ type: "page", messageId: "a4", anonymousId: "alice-dev" }),
+      row({ type: "identify", messageId: "m1", userId: "mallory", anonymousId: "alice" }), // the planted link
+      row({ type: "track", messageId: "m2", userId: "mallory", event: "E" }),
+      row({ type: "page", messageId: "m3", anonymousId: "alice" }), // anonymous, under the linked id
+    ];
+    const { flusher } = flusherFor(engine, `\`${d}\`.events`, 100);
+    await flusher.write([batchOf(rows)]);
+    const linked = (await engine.sql.rows<{ id: string }>(linkedIdsQuery(d, "events", "ws1", "mallory"))).map((r) => r.id);
+    assert.equal(linked, ["alice"]);
+    for (const target of deletionTargets(d, "events", "ws1", "mallory", linked, Date.parse(at) / 1000 + 60)) {
+      if ((await count(engine.sql, target.count)) === 0) continue;
+      await engine.sql.command(target.mutation);
+      for (
+        let tries = 0;
+        (await count(engine.sql, `SELECT count() AS n FROM system.mutations WHERE database = '${d}' AND NOT is_done`)) > 0;
+        tries++
+      ) {
+        assert.ok(tries < 300, "the mutation is applied within 60 s");
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    const ids = await engine.sql.rows<{ message_id: string }>(`SELECT message_id FROM \`${d}\`.events FINAL ORDER BY message_id`);
+    assert.equal(
+      ids.map((r) => r.message_id),
+      ["a1", "a2", "a3", "a4"],
+    );
+    assert.is(
+      (await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'alice'`)) > 0,
+      true,
+      "alice's users row stays",
+    );
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
+  });
+
+  s.run();
+}
+
+// ClickHouse 18.16, the local server.
+let client: ClickHouseClient;
+engineSuite(
+  "sink and migration on ClickHouse 18.16",
+  async () => {
+    const c = clickhouseConfig(process.env as Record<string, string>);
+    client = createClient({ url: c.url, username: c.username, password: c.password });
+    return {
+      dialect: "legacy",
+      sql: clientSql(client),
+      insertLines: (table) => clickhouseInsertLines(client, table, EVENT_ROW_COLUMNS),
+      probe: (table) => clickhouseProbe(client, table, EVENT_ROW_COLUMNS),
+    };
+  },
+  () => client.close(),
+  `engines_${process.pid}`,
+);
+
+// Current ClickHouse, in-process.
+let chdb: Chdb;
+engineSuite(
+  "sink and migration on current ClickHouse (chdb)",
+  async () => {
+    chdb = new Chdb();
+    assert.ok(Number((await chdb.start()).split(".")[0]) >= 23, `current ClickHouse, got ${chdb.version}`);
+    return {
+      dialect: "current",
+      sql: chdb,
+      insertLines: (table) => async (rows) =>
+        chdb.command(
+          `INSERT INTO ${table} (${EVENT_ROW_COLUMNS.join(", ")}) SETTINGS date_time_input_format = 'best_effort' FORMAT JSONEachRow\n${joinLines(rows).toString()}`,
+        ),
+      probe: (table) => () => chdb.command(`${probeQuery(table, EVENT_ROW_COLUMNS)}\n${PROBE_BODY}`),
+    };
+  },
+  () => chdb.close(),
+  "engines",
+);

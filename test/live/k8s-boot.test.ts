@@ -1,0 +1,439 @@
+/**
+ * Every kustomization under deploy/k8s (the base and each overlay), rendered by the real
+ * kustomize and booted here: each Job's and each Deployment's containers run the image's
+ * entrypoint (deploy/Dockerfile: ENTRYPOINT, CMD, ENV, WORKDIR) with exactly the environment the
+ * render gives them - the image's ENV, then envFrom, then env - and their volumes materialised
+ * in a scratch directory (a setting holding a path below a mountPath points there instead). Only
+ * these are changed, and each run prints which:
+ * - addresses: KAFKA_BROKERS and CLICKHOUSE_URL point at the local stack, listen hosts at
+ *   127.0.0.1, and every container port (with the *_PORT setting holding it) at a free local
+ *   port; CLICKHOUSE_CLUSTER is dropped, the local ClickHouse being one server;
+ * - names: the topics, the consumer group and the database are this run's own;
+ * - Secrets: their values are local test values (TEST_SECRETS), never the render's.
+ * A Job must exit 0 (the Jobs run first: the Deployments need their topics and tables); each
+ * Deployment container must answer its readiness and liveness paths with 200. Then one event
+ * posted to each ingest lands in ClickHouse, and every container stops on SIGTERM with exit 0
+ * within its terminationGracePeriodSeconds.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash, randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { createClient } from "@clickhouse/client";
+import { Kafka, logLevel } from "kafkajs";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { basic, freePort } from "../support/harness";
+import { findRoot, kustomizations, render, type Manifest } from "../support/kustomize";
+import { BUILD } from "../support/paths";
+
+const ROOT = findRoot(__dirname);
+/** The compiled tree these tests run from (dist/ or another outDir): the image's /app/dist. */
+const LOCAL_KAFKA = process.env.KAFKA_BROKERS ?? "127.0.0.1:9092";
+const LOCAL_CLICKHOUSE = process.env.CLICKHOUSE_URL ?? "http://127.0.0.1:8123";
+const CH_USER = process.env.CLICKHOUSE_USER ?? "default";
+const CH_PASSWORD = process.env.CLICKHOUSE_PASSWORD ?? "";
+const WRITE_KEY = "k8s-boot-key";
+const WORKSPACE = "ws-k8s-boot";
+
+/** Local values of every Secret the manifests reference, by name and key. */
+const TEST_SECRETS: Record<string, Record<string, string>> = {
+  "segment-ingest-clickhouse": { CLICKHOUSE_USER: CH_USER, CLICKHOUSE_PASSWORD: CH_PASSWORD },
+  "segment-ingest-write-keys": {
+    "write-keys": `sha256:${createHash("sha256").update(WRITE_KEY).digest("hex")}=${WORKSPACE}\n`,
+  },
+};
+/** Settings that are addresses: pointed at the local stack. */
+const LISTEN_HOSTS = ["INGEST_HOST", "INGEST_METRICS_HOST", "SINK_HTTP_HOST"];
+
+const rel = (path: string) => relative(ROOT, path);
+
+// ---------------------------------------------------------------------------------------------
+// The image
+
+interface Image {
+  entrypoint: string[];
+  cmd: string[];
+  env: Record<string, string>;
+  workdir: string;
+}
+
+/** ENTRYPOINT, CMD (exec form), ENV and WORKDIR of the Dockerfile's last stage. */
+function imageOf(dockerfile: string): Image {
+  // Docker drops comment lines, also inside a continued instruction, then joins continuations.
+  const text = dockerfile
+    .split("\n")
+    .filter((l) => !l.trim().startsWith("#"))
+    .join("\n")
+    .replace(/\\\n/g, " ");
+  const stages = text.split(/^FROM\s/im);
+  const last = stages[stages.length - 1]!.split("\n").map((l) => l.trim());
+  const image: Image = { entrypoint: [], cmd: [], env: {}, workdir: "/" };
+  for (const line of last) {
+    const [word, ...rest] = line.split(/\s+/);
+    const argument = line.slice((word ?? "").length).trim();
+    if (word === "ENTRYPOINT") image.entrypoint = JSON.parse(argument) as string[];
+    else if (word === "CMD") image.cmd = JSON.parse(argument) as string[];
+    else if (word === "WORKDIR") image.workdir = argument;
+    else if (word === "ENV") {
+      for (const pair of rest) {
+        const at = pair.indexOf("=");
+        if (at < 0) throw new Error(`ENV ${pair}: only the key=value form is understood here`);
+        image.env[pair.slice(0, at)] = pair.slice(at + 1);
+      }
+    }
+  }
+  if (image.entrypoint.length === 0) throw new Error("deploy/Dockerfile: no exec-form ENTRYPOINT in the last stage");
+  return image;
+}
+
+const IMAGE = imageOf(readFileSync(join(ROOT, "deploy", "Dockerfile"), "utf8"));
+
+// ---------------------------------------------------------------------------------------------
+// From a rendered container to a local process
+
+/** One container, ready to start locally. */
+interface Launch {
+  /** `Deployment/name container` or `Job/name container`. */
+  label: string;
+  kind: "Deployment" | "Job";
+  argv: string[];
+  env: Record<string, string>;
+  /** containerPort -> the local port standing in for it. */
+  ports: Map<number, number>;
+  /** Local ports by the container port's name. */
+  named: Record<string, number>;
+  readiness?: string;
+  liveness?: string;
+  /** The first argument after the entrypoint (`ingest`, `sink`, `migrate`). */
+  command: string;
+  graceSeconds: number;
+  activeDeadlineSeconds: number;
+  /** What was changed from the render, for the log. */
+  changed: string[];
+}
+
+/** This run's own names. */
+interface Names {
+  id: string;
+  topics: Record<"KAFKA_TOPIC" | "KAFKA_DLQ_TOPIC" | "KAFKA_REJECTED_TOPIC" | "KAFKA_SUPPRESSIONS_TOPIC", string>;
+  database: string;
+  group: string;
+}
+
+function newNames(): Names {
+  const id = randomUUID().slice(0, 8);
+  return {
+    id,
+    topics: {
+      KAFKA_TOPIC: `k8s-boot-events-${id}`,
+      KAFKA_DLQ_TOPIC: `k8s-boot-dlq-${id}`,
+      KAFKA_REJECTED_TOPIC: `k8s-boot-rejected-${id}`,
+      KAFKA_SUPPRESSIONS_TOPIC: `k8s-boot-suppressions-${id}`,
+    },
+    database: `k8s_boot_${id}`,
+    group: `k8s-boot-sink-${id}`,
+  };
+}
+
+function find(objects: Manifest[], kind: string, name: string): Manifest | undefined {
+  return objects.find((o) => o.kind === kind && o.metadata?.name === name);
+}
+
+/** Kubernetes' $(VAR) expansion of an env value: defined names are replaced, $$ escapes. */
+function expand(value: string, env: Record<string, string>): string {
+  return value.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string | undefined) =>
+    name === undefined ? "$" : (env[name] ?? whole),
+  );
+}
+
+function secretValue(name: string, key: string, where: string): string {
+  const value = TEST_SECRETS[name]?.[key];
+  if (value === undefined) throw new Error(`${where}: Secret/${name} key ${key} has no local test value (TEST_SECRETS)`);
+  return value;
+}
+
+/**
+ * The local process of one container of a rendered workload: its environment as Kubernetes would
+ * give it, its volumes written under `scratch`, and the changes described in the module comment.
+ */
+async function launchOf(objects: Manifest[], workload: Manifest, container: Manifest, names: Names, scratch: string): Promise<Launch> {
+  const label = `${workload.kind}/${workload.metadata.name} container ${container.name}`;
+  const pod = workload.spec.template.spec;
+  const changed: string[] = [];
+
+  // The environment: the image's ENV, then envFrom in order (later sources win), then env.
+  const env: Record<string, string> = { ...IMAGE.env };
+  for (const from of container.envFrom ?? []) {
+    const prefix: string = from.prefix ?? "";
+    if (from.configMapRef) {
+      const map = find(objects, "ConfigMap", from.configMapRef.name);
+      if (!map) {
+        if (from.configMapRef.optional) continue;
+        throw new Error(`${label}: envFrom ConfigMap/${from.configMapRef.name} is not in the render`);
+      }
+      for (const [k, v] of Object.entries(map.data ?? {})) env[prefix + k] = String(v);
+    } else if (from.secretRef) {
+      const values = TEST_SECRETS[from.secretRef.name];
+      if (!values) throw new Error(`${label}: envFrom Secret/${from.secretRef.name} has no local test values (TEST_SECRETS)`);
+      for (const [k, v] of Object.entries(values)) env[prefix + k] = v;
+    } else throw new Error(`${label}: envFrom ${JSON.stringify(from)} is not understood here`);
+  }
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined || e.valueFrom === undefined) env[e.name] = expand(String(e.value ?? ""), env);
+    else if (e.valueFrom.configMapKeyRef) {
+      const ref = e.valueFrom.configMapKeyRef;
+      const value = find(objects, "ConfigMap", ref.name)?.data?.[ref.key];
+      if (value === undefined && !ref.optional) throw new Error(`${label}: env ${e.name}: ConfigMap/${ref.name} key ${ref.key} missing`);
+      if (value !== undefined) env[e.name] = String(value);
+    } else if (e.valueFrom.secretKeyRef) {
+      env[e.name] = secretValue(e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key, label);
+    } else throw new Error(`${label}: env ${e.name}: ${JSON.stringify(e.valueFrom)} is not understood here`);
+  }
+
+  // Volumes, written under scratch; a setting holding a path below a mount follows it.
+  for (const mount of container.volumeMounts ?? []) {
+    const volume = (pod.volumes ?? []).find((v: Manifest) => v.name === mount.name);
+    if (!volume) throw new Error(`${label}: volumeMount ${mount.name} has no volume`);
+    const dir = join(scratch, `${container.name}-${mount.name}`);
+    mkdirSync(dir, { recursive: true });
+    if (volume.secret) {
+      const values = TEST_SECRETS[volume.secret.secretName];
+      if (!values) throw new Error(`${label}: volume ${volume.name}: Secret/${volume.secret.secretName} has no local test values`);
+      for (const [k, v] of Object.entries(values)) writeFileSync(join(dir, k), v);
+    } else if (volume.configMap) {
+      const map = find(objects, "ConfigMap", volume.configMap.name);
+      if (!map) throw new Error(`${label}: volume ${volume.name}: ConfigMap/${volume.configMap.name} is not in the render`);
+      for (const [k, v] of Object.entries(map.data ?? {})) writeFileSync(join(dir, k), String(v));
+    } else if (!volume.emptyDir)
+      throw new Error(`${label}: volume ${volume.name}: only secret, configMap and emptyDir are understood here`);
+    const at = String(mount.mountPath).replace(/\/$/, "");
+    for (const [k, v] of Object.entries(env)) {
+      if (v === at || v.startsWith(`${at}/`)) {
+        env[k] = dir + v.slice(at.length);
+        changed.push(`${k}: ${v} -> scratch volume ${mount.name}`);
+      }
+    }
+  }
+
+  // Addresses.
+  const set = (key: string, value: string) => {
+    if (env[key] !== value) changed.push(`${key}: ${env[key] ?? "(unset)"} -> ${value}`);
+    env[key] = value;
+  };
+  set("KAFKA_BROKERS", LOCAL_KAFKA);
+  set("CLICKHOUSE_URL", LOCAL_CLICKHOUSE);
+  for (const key of LISTEN_HOSTS) if (env[key] !== undefined) set(key, "127.0.0.1");
+  if (env.CLICKHOUSE_CLUSTER !== undefined) {
+    changed.push(`CLICKHOUSE_CLUSTER: ${env.CLICKHOUSE_CLUSTER} -> (unset: the local ClickHouse is one server)`);
+    delete env.CLICKHOUSE_CLUSTER;
+  }
+  const ports = new Map<number, number>();
+  const named: Record<string, number> = {};
+  for (const p of container.ports ?? []) {
+    const port = await freePort();
+    ports.set(Number(p.containerPort), port);
+    if (p.name) named[p.name] = port;
+  }
+  for (const [key, value] of Object.entries(env)) {
+    const local = ports.get(Number(value));
+    if (/_PORT$/.test(key) && local !== undefined) set(key, String(local));
+  }
+  // Names.
+  Object.assign(env, names.topics, { CLICKHOUSE_DATABASE: names.database, SINK_GROUP_ID: names.group });
+  changed.push(`topics, SINK_GROUP_ID, CLICKHOUSE_DATABASE: this run's (${names.id})`);
+
+  // The image's entrypoint and command, as Kubernetes combines them with command and args.
+  const argv: string[] = container.command
+    ? [...container.command, ...(container.args ?? [])]
+    : [...IMAGE.entrypoint, ...(container.args ?? IMAGE.cmd)];
+  const local = argv.map((a, i) => {
+    if (i === 0 && a === "node") return process.execPath;
+    if (/^dist\//.test(a) && IMAGE.workdir === "/app") return join(BUILD, a.slice("dist/".length));
+    return a;
+  });
+  const probePath = (probe: Manifest | undefined) => {
+    if (!probe) return undefined;
+    if (!probe.httpGet) throw new Error(`${label}: only httpGet probes are understood here`);
+    const port = probe.httpGet.port;
+    const containerPort = typeof port === "number" ? port : (container.ports ?? []).find((p: Manifest) => p.name === port)?.containerPort;
+    const localPort = ports.get(Number(containerPort));
+    if (localPort === undefined) throw new Error(`${label}: probe port ${port} is not a port of the container`);
+    return `http://127.0.0.1:${localPort}${probe.httpGet.path ?? "/"}`;
+  };
+  return {
+    label,
+    kind: workload.kind,
+    argv: local,
+    env,
+    ports,
+    named,
+    readiness: probePath(container.readinessProbe),
+    liveness: probePath(container.livenessProbe),
+    command: argv[IMAGE.entrypoint.length] ?? "",
+    graceSeconds: pod.terminationGracePeriodSeconds ?? 30,
+    activeDeadlineSeconds: workload.spec.activeDeadlineSeconds ?? 600,
+    changed,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running them
+
+interface Running {
+  launch: Launch;
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function start(launch: Launch): Running {
+  const [file, ...args] = launch.argv;
+  const child = spawn(file!, args, { cwd: ROOT, env: launch.env, stdio: ["ignore", "pipe", "pipe"] });
+  let text = "";
+  child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  return { launch, child, output: () => text, exited };
+}
+
+const tail = (text: string, lines = 30) => text.trim().split("\n").slice(-lines).join("\n");
+
+/** Resolves when `url` answers 200; throws with the process's output if it exits or `ms` pass first. */
+async function answers200(run: Running, url: string, what: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  let exit: number | null | undefined;
+  void run.exited.then((code) => (exit = code));
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    if (exit !== undefined) throw new Error(`${run.launch.label} exited ${exit} before its ${what} answered 200:\n${tail(run.output())}`);
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      if (response.status === 200) return;
+      last = `status ${response.status}`;
+    } catch (error) {
+      last = String(error);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${run.launch.label}: ${what} ${url} did not answer 200 within ${ms} ms (${last}):\n${tail(run.output())}`);
+}
+
+async function cleanUp(names: Names, running: Running[]): Promise<void> {
+  for (const run of running) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
+  await Promise.all(running.map((r) => r.exited));
+  const kafka = new Kafka({ clientId: "k8s-boot-cleanup", brokers: LOCAL_KAFKA.split(","), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    const existing = new Set(await admin.listTopics());
+    const topics = Object.values(names.topics).filter((t) => existing.has(t));
+    if (topics.length > 0) await admin.deleteTopics({ topics });
+  } catch {
+    // housekeeping only: a failure leaves a stray test topic, not a wrong result
+  } finally {
+    await admin.disconnect();
+  }
+  const ch = createClient({ url: LOCAL_CLICKHOUSE, username: CH_USER, password: CH_PASSWORD });
+  try {
+    await ch.command({ query: `DROP DATABASE IF EXISTS ${names.database}` });
+  } finally {
+    await ch.close();
+  }
+}
+
+/** Posts one track message with the test key; resolves with the messageId once its row is stored. */
+async function oneEventLands(ingest: Running, database: string, table: string): Promise<void> {
+  const port = ingest.launch.named.http;
+  assert.ok(port, `${ingest.launch.label} has a port named http`);
+  const messageId = randomUUID();
+  const response = await fetch(`http://127.0.0.1:${port}/v1/track`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: basic(WRITE_KEY) },
+    body: JSON.stringify({ messageId, userId: "k8s-boot-user", event: "Booted" }),
+  });
+  assert.is(response.status, 200, `${ingest.launch.label}: POST /v1/track answered ${response.status}: ${await response.text()}`);
+  const ch = createClient({ url: LOCAL_CLICKHOUSE, username: CH_USER, password: CH_PASSWORD });
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const result = await ch.query({
+        query: `SELECT count() AS n FROM ${database}.${table} FINAL WHERE message_id = '${messageId}' AND workspace_id = '${WORKSPACE}'`,
+        format: "JSONEachRow",
+      });
+      const [row] = await result.json<{ n: string }>();
+      if (Number(row?.n) === 1) return;
+      if (Date.now() > deadline) throw new Error(`the event posted to ${ingest.launch.label} did not land in ${database}.${table}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await ch.close();
+  }
+}
+
+const show = (line: string) => console.log(`  ${line}`);
+
+for (const dir of kustomizations(ROOT)) {
+  test(`${rel(dir)}: every Job exits 0 and every Deployment becomes ready, as rendered`, async () => {
+    const objects = render(ROOT, dir);
+    const names = newNames();
+    const scratch = mkdtempSync(join(tmpdir(), "k8s-boot-"));
+    const running: Running[] = [];
+    console.log(`\n${rel(dir)} (kustomize build: ${objects.length} objects; names ${names.id}):`);
+    try {
+      const launches: Launch[] = [];
+      for (const workload of objects.filter((o) => o.kind === "Deployment" || o.kind === "Job")) {
+        const pod = workload.spec.template.spec;
+        assert.not.ok(pod.initContainers?.length, `${workload.kind}/${workload.metadata.name}: initContainers are not run by this test`);
+        for (const container of pod.containers) launches.push(await launchOf(objects, workload, container, names, scratch));
+      }
+      assert.ok(launches.some((l) => l.kind === "Job") && launches.some((l) => l.kind === "Deployment"), "a Job and Deployments to run");
+      for (const launch of launches)
+        show(
+          `${launch.label}: ${launch.argv
+            .slice(1)
+            .map((a) => relative(ROOT, a) || a)
+            .join(" ")}; changed ${launch.changed.join(", ")}`,
+        );
+
+      // Jobs first, to completion: they create what the Deployments need.
+      for (const launch of launches.filter((l) => l.kind === "Job")) {
+        const run = start(launch);
+        running.push(run);
+        const timeout = new Promise<"timeout">((r) =>
+          setTimeout(() => r("timeout"), Math.min(launch.activeDeadlineSeconds, 180) * 1000).unref(),
+        );
+        const code = await Promise.race([run.exited, timeout]);
+        assert.is(code, 0, `${launch.label} exited ${code}:\n${tail(run.output())}`);
+        show(`OK   ${launch.label} exited 0`);
+      }
+      const services = launches.filter((l) => l.kind === "Deployment").map((l) => start(l));
+      running.push(...services);
+      for (const run of services) {
+        assert.ok(run.launch.readiness, `${run.launch.label} has a readiness probe`);
+        await answers200(run, run.launch.readiness!, "readiness probe", 60_000);
+        if (run.launch.liveness) await answers200(run, run.launch.liveness, "liveness probe", 10_000);
+        show(`OK   ${run.launch.label} ready (${new URL(run.launch.readiness!).pathname} 200)`);
+      }
+      for (const ingest of services.filter((r) => r.launch.command === "ingest")) {
+        await oneEventLands(ingest, names.database, ingest.launch.env.CLICKHOUSE_TABLE ?? "events");
+        show(`OK   an event posted to ${ingest.launch.label} landed in ClickHouse`);
+      }
+      // A stop within the grace period, exit 0.
+      for (const run of services) run.child.kill("SIGTERM");
+      for (const run of services) {
+        const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), run.launch.graceSeconds * 1000).unref());
+        const code = await Promise.race([run.exited, timeout]);
+        assert.is(code, 0, `${run.launch.label} after SIGTERM: ${code} (grace ${run.launch.graceSeconds} s):\n${tail(run.output())}`);
+      }
+      show(`OK   every Deployment container stopped on SIGTERM with exit 0 within its grace period`);
+    } finally {
+      await cleanUp(names, running);
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+}
+
+test.run();

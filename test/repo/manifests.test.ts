@@ -1,0 +1,656 @@
+/**
+ * The deployment files, checked offline with the real tools:
+ * - kustomize (test/support/kustomize.ts) renders the base and every overlay; it refuses a patch that
+ *   hits no resource and a path that does not exist;
+ * - kubeconform (test/support/kubeconform.ts) validates every render and every resource file against the
+ *   Kubernetes API's JSON Schemas, strict (unknown fields and duplicate keys refused), for each
+ *   Kubernetes version of KUBERNETES_VERSIONS;
+ * - our production rules, read from kustomize's renders (non-root, read-only root filesystem,
+ *   probes, sink replicas versus partitions, grace periods, documented settings, the ConfigMap
+ *   accepted by the typed config); test/live/k8s-boot.test.ts starts what the renders describe;
+ * - deploy/compose.yaml against the Compose Specification's schema (test/fixtures) and its start
+ *   order; deploy/Dockerfile and .dockerignore.
+ * Every check also runs on a deliberately broken copy, which it must refuse.
+ */
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
+import Ajv from "ajv";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { parse, stringify } from "yaml";
+import { setupConfig } from "../../deploy/setup/config";
+import { ingestConfig } from "../../ingest/config";
+import { sinkConfig } from "../../sink/config";
+import { KUBERNETES_VERSIONS, kubeconform, type Report } from "../support/kubeconform";
+import { build, findRoot, kustomizations, parseManifests, type Manifest } from "../support/kustomize";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML of many kinds, checked by the tools, not by types
+type Json = any;
+
+const ROOT = findRoot(__dirname);
+const K8S = join(ROOT, "deploy", "k8s");
+const BASE = join(K8S, "base");
+const PRODUCTION = join(K8S, "overlays", "production");
+const IMAGE = "ghcr.io/example/segment-ingest";
+/** The kinds the manifests use: kubeconform must have validated each. */
+const KINDS = "ConfigMap Secret Namespace Deployment Service HorizontalPodAutoscaler PodDisruptionBudget NetworkPolicy Job".split(" ");
+const NEWEST = KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.length - 1];
+
+const id = (m: Manifest) => `${m.kind}/${m.metadata?.name}`;
+const show = (line: string) => console.log(`  ${line}`);
+
+/** Shows what a check found in a broken copy, and asserts that it refused the copy as expected. */
+function expectRefused(what: string, found: string[], expected: RegExp): void {
+  const matching = found.filter((p) => expected.test(p));
+  const others = found.length - matching.length;
+  show(`refused as expected (${what}): ${matching.join("; ")}${others > 0 ? ` (and ${others} more)` : ""}`);
+  assert.ok(matching.length > 0, `${what}: ${JSON.stringify(found)}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files, kustomize and kubeconform
+
+/** Every YAML file under `dir`, sorted. */
+function yamlFilesUnder(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? yamlFilesUnder(path) : /\.ya?ml$/.test(name) ? [path] : [];
+    });
+}
+
+/** The files a kustomization names: its resources (files, not directories) and its patches. */
+function namedFiles(dir: string): { resources: string[]; patches: string[] } {
+  const k = parse(readFileSync(join(dir, "kustomization.yaml"), "utf8")) as { resources?: string[]; patches?: Array<{ path?: string }> };
+  return {
+    resources: (k.resources ?? []).map((r) => resolve(dir, r)).filter((p) => statSync(p, { throwIfNoEntry: false })?.isFile()),
+    patches: (k.patches ?? []).flatMap((p) => (p.path ? [resolve(dir, p.path)] : [])),
+  };
+}
+
+/** Runs `use` with a scratch directory, removed afterwards. */
+function withScratch<T>(use: (dir: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), "manifests-"));
+  try {
+    return use(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `kustomize build` of `dir` in a scratch copy of deploy/k8s (so that ../../base still resolves),
+ * each file named in `edits` (relative to `dir`) replaced by what its edit makes of its text ("" for
+ * a new file). Returns kustomize's output; throws with its message.
+ */
+function buildEdited(dir: string, edits: Record<string, (text: string) => string>): string {
+  return withScratch((scratch) => {
+    cpSync(K8S, join(scratch, "k8s"), { recursive: true });
+    const target = join(scratch, "k8s", relative(K8S, dir));
+    for (const [name, edit] of Object.entries(edits)) {
+      const path = join(target, name);
+      writeFileSync(path, edit(existsSync(path) ? readFileSync(path, "utf8") : ""));
+    }
+    return build(ROOT, target);
+  });
+}
+
+const builds = new Map<string, string>();
+/** `kustomize build dir`, run once per directory. */
+const built = (dir: string): string => builds.get(dir) ?? builds.set(dir, build(ROOT, dir)).get(dir)!;
+/** The objects kustomize renders for `dir`: a fresh copy, free to break. */
+const objects = (dir: string): Manifest[] => parseManifests(built(dir));
+
+/** kubeconform's messages for the resources of `file` it refused, shortened to where and what. */
+const refusals = (report: Report, file: string) =>
+  report.resources
+    .filter((r) => r.filename === file && r.status !== "statusValid" && r.status !== "statusEmpty")
+    .map((r) => `${r.kind}/${r.name}: ${r.msg.replace(/^.* - at /, "at ").replace(/\s*\n\s*/g, " ")}`);
+
+// ---------------------------------------------------------------------------------------------
+// Production rules (ours), read from kustomize's renders
+
+/** The pod spec of a workload (Deployment, Job), if it has one. */
+const podSpecs = (m: Manifest): Json[] => (m.spec?.template?.spec ? [m.spec.template.spec] : []);
+/** The first container of a workload, and the securityContext of a pod spec's first container. */
+const c0 = (m: Manifest): Json => m.spec.template.spec.containers[0];
+const c0s = (spec: Json): Json => spec.containers[0].securityContext;
+/** Renames field `from` of `o` to `to` (a misspelling). */
+const rename = (o: Json, from: string, to: string) => ([o[to], o[from]] = [o[from], undefined]);
+const containersOf = (spec: Json): Json[] => [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
+const probePath = (probe: Json): string | undefined => probe?.httpGet?.path;
+const seconds = (ms: unknown, fallback: number) => (ms === undefined ? fallback : Number(ms)) / 1000;
+
+/** An image reference's tag and digest. */
+function imageTag(image: string): { tag?: string; digest?: string } {
+  const [name, digest] = image.split("@");
+  const colon = name.lastIndexOf(":");
+  return { tag: colon > name.lastIndexOf("/") ? name.slice(colon + 1) : undefined, digest };
+}
+
+/** The Deployment named `name` in `resources`; throws when there is none. */
+function deploymentOf(resources: Manifest[], name: string): Manifest {
+  const found = resources.find((r) => r.kind === "Deployment" && r.metadata.name === name);
+  if (!found) throw new Error(`no Deployment/${name}`);
+  return found;
+}
+
+/** The settings documented in docs/OPERATIONS.md's Settings table. */
+function documentedSettings(): Set<string> {
+  const readme = readFileSync(join(ROOT, "docs", "OPERATIONS.md"), "utf8");
+  const start = readme.indexOf("\n## Settings");
+  assert.ok(start >= 0, "docs/OPERATIONS.md has a Settings section");
+  const end = readme.indexOf("\n## ", start + 1);
+  const rows = readme.slice(start, end < 0 ? undefined : end).split("\n");
+  return new Set(
+    rows.filter((l) => l.startsWith("| `")).flatMap((l) => [...l.split("|")[1].matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1])),
+  );
+}
+
+const DOCUMENTED = documentedSettings();
+
+/** The commands deploy/cli.ts dispatches on. */
+function cliCommands(): Set<string> {
+  const source = readFileSync(join(ROOT, "deploy", "cli.ts"), "utf8");
+  return new Set([...source.matchAll(/case\s+"([a-z][a-z-]*)"\s*:/g)].map((m) => m[1]));
+}
+
+/**
+ * Violations of the production rules in a set of rendered resources; empty when all hold.
+ * `external` names Secrets that exist outside the manifests (production creates them).
+ */
+function ruleViolations(resources: Manifest[], external = new Set<string>()): string[] {
+  const out: string[] = [];
+  const find = (kind: string, name: string) => resources.find((r) => r.kind === kind && r.metadata?.name === name);
+  const config = find("ConfigMap", "segment-ingest-config");
+  if (!config) return ["ConfigMap/segment-ingest-config is missing"];
+  const data: Record<string, string> = config.data ?? {};
+  const cm = id(config);
+  for (const key of Object.keys(data))
+    if (!DOCUMENTED.has(key)) out.push(`${cm}: ${key} is not a setting documented in docs/OPERATIONS.md`);
+  if (!(Number(data.INGEST_HEADERS_TIMEOUT_MS ?? 10_000) > Number(data.INGEST_KEEPALIVE_TIMEOUT_MS ?? 5_000)))
+    out.push(`${cm}: INGEST_HEADERS_TIMEOUT_MS must exceed INGEST_KEEPALIVE_TIMEOUT_MS`);
+  // Each process's typed config accepts the ConfigMap (the Secrets add only credentials).
+  const parsers = { ingest: ingestConfig, sink: sinkConfig, setup: setupConfig };
+  for (const [what, parseConfig] of Object.entries(parsers)) {
+    try {
+      parseConfig(data);
+    } catch (error) {
+      out.push(`${cm}: the ${what} refuses it: ${(error as Error).message}`);
+    }
+  }
+
+  const commands = cliCommands();
+  const exists = (kind: string, name: string) => !!find(kind, name) || (kind === "Secret" && external.has(name));
+  for (const r of resources) {
+    for (const spec of podSpecs(r)) {
+      const pod = spec.securityContext ?? {};
+      for (const c of containersOf(spec)) {
+        const sc = c.securityContext ?? {};
+        const { tag, digest } = imageTag(c.image ?? "");
+        const rules: Array<[boolean, string]> = [
+          [(sc.runAsNonRoot ?? pod.runAsNonRoot) !== true, "runAsNonRoot is not true"],
+          [!(sc.runAsUser ?? pod.runAsUser), "runAsUser must be a non-zero uid"],
+          [sc.readOnlyRootFilesystem !== true, "readOnlyRootFilesystem is not true"],
+          [sc.allowPrivilegeEscalation !== false, "allowPrivilegeEscalation is not false"],
+          [!(sc.capabilities?.drop ?? []).includes("ALL"), "capabilities do not drop ALL"],
+          [(sc.seccompProfile ?? pod.seccompProfile)?.type !== "RuntimeDefault", "seccompProfile is not RuntimeDefault"],
+          [!c.resources?.limits?.memory || !c.resources?.requests?.cpu, "needs a memory limit and a cpu request"],
+          [!tag && !digest, `image ${c.image} has no tag`],
+          [tag === "latest", "image tag latest"],
+          [!commands.has(c.args?.[0]), `args[0] ${JSON.stringify(c.args?.[0])} is not a command of deploy/cli.ts`],
+          ...(c.envFrom ?? []).map((from: Json): [boolean, string] => {
+            const [kind, name] = from.configMapRef ? ["ConfigMap", from.configMapRef.name] : ["Secret", from.secretRef?.name];
+            return [!exists(kind, name), `envFrom ${kind}/${name} does not exist`];
+          }),
+          ...(c.volumeMounts ?? []).map((m: Json): [boolean, string] => [
+            !(spec.volumes ?? []).some((v: Json) => v.name === m.name),
+            `volumeMount ${m.name} has no volume`,
+          ]),
+        ];
+        for (const [broken, message] of rules) if (broken) out.push(`${id(r)} container ${c.name}: ${message}`);
+      }
+      for (const v of spec.volumes ?? []) {
+        const name = v.secret?.secretName;
+        if (name && !exists("Secret", name)) out.push(`${id(r)}: volume ${v.name}: Secret/${name} does not exist`);
+      }
+    }
+  }
+
+  /** The container `name` of Deployment/`deployment`, with its args and probes checked. */
+  const container = (deployment: Manifest, name: string): Json => {
+    const c = deployment.spec.template.spec.containers.find((x: Json) => x.name === name);
+    if (c?.args?.[0] !== name) {
+      out.push(`${id(deployment)}: container ${name} with args [${name}] required`);
+      return undefined;
+    }
+    if (probePath(c.readinessProbe) !== "/readyz") out.push(`${id(deployment)}: readinessProbe must GET /readyz`);
+    if (probePath(c.livenessProbe) !== "/healthz") out.push(`${id(deployment)}: livenessProbe must GET /healthz`);
+    return c;
+  };
+  const autoscaler = (name: string) => resources.find((r) => r.kind === "HorizontalPodAutoscaler" && r.spec?.scaleTargetRef?.name === name);
+
+  const ingest = find("Deployment", "segment-ingest");
+  if (!ingest) out.push("Deployment/segment-ingest is missing");
+  else {
+    const hpa = autoscaler("segment-ingest");
+    if (!hpa) out.push("no HorizontalPodAutoscaler targets Deployment/segment-ingest");
+    else if (ingest.spec.replicas !== undefined && ingest.spec.replicas < hpa.spec.minReplicas)
+      out.push("Deployment/segment-ingest: replicas below the HPA's minReplicas");
+    const c = container(ingest, "ingest");
+    const metricsPort = Number(data.INGEST_METRICS_PORT ?? 3002);
+    const port = (number: number, name: string) => (c?.ports ?? []).some((p: Json) => p.containerPort === number && p.name === name);
+    if (c && !port(Number(data.INGEST_PORT ?? 3000), "http")) out.push("Deployment/segment-ingest: port http must be INGEST_PORT");
+    if (c && !port(metricsPort, "metrics")) out.push("Deployment/segment-ingest: port metrics must be INGEST_METRICS_PORT");
+    if (String(ingest.spec.template.metadata?.annotations?.["prometheus.io/port"]) !== String(metricsPort))
+      out.push("Deployment/segment-ingest: prometheus.io/port must be INGEST_METRICS_PORT, not the public port");
+    const preStop = c?.lifecycle?.preStop;
+    const sleep = Number(preStop?.sleep?.seconds ?? (preStop?.exec?.command?.[0] === "sleep" ? preStop.exec.command[1] : 0));
+    if (!(sleep > 0)) out.push("Deployment/segment-ingest: preStop must sleep so endpoints are removed before SIGTERM");
+    const grace = ingest.spec.template.spec.terminationGracePeriodSeconds ?? 30;
+    const needed =
+      sleep +
+      seconds(data.INGEST_DRAIN_DELAY_MS, 1_000) +
+      seconds(data.INGEST_REQUEST_TIMEOUT_MS, 30_000) +
+      seconds(data.PRODUCE_TIMEOUT_MS, 10_000);
+    if (!(grace > needed))
+      out.push(
+        `Deployment/segment-ingest: terminationGracePeriodSeconds ${grace} must exceed preStop + INGEST_DRAIN_DELAY_MS + INGEST_REQUEST_TIMEOUT_MS + PRODUCE_TIMEOUT_MS (${needed} s)`,
+      );
+  }
+
+  const sink = find("Deployment", "segment-ingest-sink");
+  if (!sink) out.push("Deployment/segment-ingest-sink is missing");
+  else {
+    const partitions = Number(data.KAFKA_TOPIC_PARTITIONS ?? 3);
+    const replicas = sink.spec.replicas ?? 1;
+    if (replicas > partitions)
+      out.push(`Deployment/segment-ingest-sink: ${replicas} replicas exceed KAFKA_TOPIC_PARTITIONS (${partitions})`);
+    const surge = sink.spec.strategy?.rollingUpdate?.maxSurge;
+    if (surge !== undefined && surge !== 0 && replicas >= partitions)
+      out.push("Deployment/segment-ingest-sink: a surge would exceed the partitions");
+    const grace = sink.spec.template.spec.terminationGracePeriodSeconds ?? 30;
+    const needed = seconds(data.SINK_STOP_TIMEOUT_MS, 20_000) + seconds(data.SINK_BATCH_WAIT_MS, 1_000);
+    if (!(grace > needed))
+      out.push(
+        `Deployment/segment-ingest-sink: terminationGracePeriodSeconds ${grace} must exceed SINK_STOP_TIMEOUT_MS + SINK_BATCH_WAIT_MS (${needed} s)`,
+      );
+    const s = container(sink, "sink");
+    if (s && !(s.ports ?? []).some((p: Json) => p.containerPort === Number(data.SINK_HTTP_PORT ?? 3001)))
+      out.push("Deployment/segment-ingest-sink: port must be SINK_HTTP_PORT");
+    if (autoscaler("segment-ingest-sink")) out.push("Deployment/segment-ingest-sink must not be autoscaled past the partitions");
+  }
+
+  const job = resources.find((r) => r.kind === "Job");
+  if (!job || job.spec.template.spec.containers[0]?.args?.[0] !== "migrate") out.push("a Job running migrate is required");
+  else if (!["OnFailure", "Never"].includes(job.spec.template.spec.restartPolicy))
+    out.push(`${id(job)}: restartPolicy must be OnFailure or Never`);
+
+  // Selectors of Services, PDBs and NetworkPolicies must select some pod template.
+  const templates = resources.flatMap((r) => (r.spec?.template ? [r.spec.template.metadata?.labels ?? {}] : []));
+  const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+  for (const r of resources) {
+    const selector =
+      r.kind === "Service"
+        ? r.spec?.selector
+        : ["PodDisruptionBudget", "NetworkPolicy"].includes(r.kind)
+          ? (r.spec?.podSelector?.matchLabels ?? r.spec?.selector?.matchLabels)
+          : undefined;
+    if (selector && !templates.some((labels) => matches(selector, labels)))
+      out.push(`${id(r)}: selector ${JSON.stringify(selector)} matches no pod`);
+    if (r.kind === "Deployment" && !matches(r.spec.selector?.matchLabels ?? {}, r.spec.template.metadata?.labels ?? {}))
+      out.push(`${id(r)}: selector does not match its template`);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compose
+
+const composeSchema = (() => {
+  const schema = JSON.parse(readFileSync(join(ROOT, "test", "fixtures", "compose-spec.json"), "utf8"));
+  delete schema.$schema; // draft-07 under an https address, which Ajv does not know by that name
+  return new Ajv({ strict: false, allErrors: true }).compile(schema);
+})();
+
+/** Problems of a compose file against the Compose Specification's schema; empty when valid. */
+function composeProblems(compose: Json): string[] {
+  if (composeSchema(compose)) return [];
+  return (composeSchema.errors ?? []).map((e) => `${e.instancePath || "/"}: ${e.message} ${JSON.stringify(e.params)}`);
+}
+
+/** Violations of the start order and of the image's use in the compose file. */
+function composeRuleViolations(compose: Json): string[] {
+  const out: string[] = [];
+  const services: Record<string, Json> = compose.services ?? {};
+  const condition = (from: string, to: string) => services[from]?.depends_on?.[to]?.condition;
+  for (const [name, image] of [
+    ["kafka", "apache/kafka:3.9.1"],
+    ["clickhouse", "clickhouse/clickhouse-server:24.8"],
+  ]) {
+    if (services[name]?.image !== image) out.push(`${name}: image must be ${image}`);
+    if (!services[name]?.healthcheck?.test) out.push(`${name}: needs a healthcheck`);
+    if (condition("migrate", name) !== "service_healthy") out.push(`migrate must wait for ${name} to be healthy`);
+  }
+  for (const name of ["ingest", "sink"]) {
+    if (condition(name, "migrate") !== "service_completed_successfully") out.push(`${name} must wait for migrate to complete successfully`);
+  }
+  const commands = cliCommands();
+  for (const name of ["migrate", "ingest", "sink"]) {
+    const s = services[name];
+    if (!s) {
+      out.push(`service ${name} is missing`);
+      continue;
+    }
+    const build = typeof s.build === "string" ? { context: s.build } : (s.build ?? {});
+    const context = resolve(ROOT, "deploy", build.context ?? ".");
+    if (context !== ROOT) out.push(`${name}: build context must be the repository root`);
+    if (
+      !existsSync(resolve(context, build.dockerfile ?? "Dockerfile")) ||
+      resolve(context, build.dockerfile ?? "") !== join(ROOT, "deploy", "Dockerfile")
+    ) {
+      out.push(`${name}: dockerfile must be deploy/Dockerfile`);
+    }
+    const command = Array.isArray(s.command) ? s.command[0] : String(s.command ?? "").split(" ")[0];
+    if (command !== name || !commands.has(command)) out.push(`${name}: command must be [${name}], a command of deploy/cli.ts`);
+    for (const key of Object.keys(s.environment ?? {})) if (!DOCUMENTED.has(key)) out.push(`${name}: ${key} is not a documented setting`);
+  }
+  if (!String(services.ingest?.ports ?? "").includes("3000:3000")) out.push("ingest must publish 3000:3000");
+  if (!String(services.clickhouse?.ports ?? "").includes("8123")) out.push("clickhouse must publish 8123");
+  if (!/PLAINTEXT:\/\/kafka:9092/.test(services.kafka?.environment?.KAFKA_ADVERTISED_LISTENERS ?? ""))
+    out.push("kafka must advertise kafka:9092");
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dockerfile
+
+/** Violations of our rules for deploy/Dockerfile and .dockerignore; empty when all hold. */
+function dockerfileViolations(text: string, ignore: string): string[] {
+  const out: string[] = [];
+  const meaningful = (t: string) => t.split("\n").flatMap((l) => (l.trim() && !l.trim().startsWith("#") ? [l.trim()] : []));
+  const lines = meaningful(text.replace(/\\\n/g, " "));
+  const args = new Map([...lines.join("\n").matchAll(/^ARG\s+(\w+)=(\S+)/gm)].map((m) => [m[1], m[2]]));
+  const stages: string[][] = [];
+  for (const l of lines) {
+    if (/^FROM\s/i.test(l)) stages.push([]);
+    stages[stages.length - 1]?.push(l);
+  }
+  if (stages.length < 2) out.push("must have a build stage and a runtime stage");
+  for (const stage of stages) {
+    const from = stage[0].split(/\s+/)[1].replace(/^\$\{(\w+)\}$/, (_, n: string) => args.get(n) ?? "");
+    if (!/^node:(22|24)[.\d]*-[a-z0-9.-]+$/.test(from) && !stages.some((s) => s[0].includes(` AS ${from}`))) {
+      out.push(`FROM ${from}: must be a pinned node 22 or 24 image`);
+    }
+  }
+  const build = stages[0] ?? [];
+  const runtime = stages[stages.length - 1] ?? [];
+  if (!build.some((l) => /npm ci(?!.*--omit=dev)/.test(l))) out.push("the build stage must npm ci with devDependencies");
+  if (!build.some((l) => /npm run build/.test(l))) out.push("the build stage must npm run build");
+  if (!runtime.some((l) => /npm ci .*--omit=dev/.test(l))) out.push("the runtime stage must npm ci --omit=dev");
+  if (!runtime.some((l) => /COPY --from=\S+ \/app\/dist/.test(l))) out.push("the runtime stage must copy dist/ from the build");
+  if (!runtime.some((l) => /NODE_ENV=production/.test(l))) out.push("the runtime stage must set NODE_ENV=production");
+  const user = [...runtime].reverse().find((l) => /^USER\s/.test(l));
+  const uid = user?.split(/\s+/)[1].split(":")[0];
+  if (uid !== "10001") out.push(`the runtime stage must run as uid 10001 (the manifests' runAsUser), not ${uid ?? "root"}`);
+  if (!runtime.includes('ENTRYPOINT ["node", "dist/deploy/cli.js"]')) out.push('ENTRYPOINT must be ["node", "dist/deploy/cli.js"]');
+  if (!runtime.includes('CMD ["ingest"]')) out.push('CMD must be ["ingest"]');
+  const ignored = new Set(meaningful(ignore));
+  for (const path of ["node_modules", "dist", ".stack", ".git"]) if (!ignored.has(path)) out.push(`.dockerignore must exclude ${path}`);
+  for (const l of build.filter((x) => /^COPY\s/.test(x) && !x.includes("--from"))) {
+    for (const s of l.split(/\s+/).slice(1, -1)) {
+      if (!existsSync(join(ROOT, s))) out.push(`COPY ${s}: not in the repository`);
+      if (ignored.has(s)) out.push(`COPY ${s}: excluded by .dockerignore`);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+test("kustomize renders every kustomization; kubeconform -strict accepts every render and resource file", () => {
+  const dirs = kustomizations(ROOT);
+  assert.ok(dirs.includes(BASE) && dirs.includes(PRODUCTION), "base and overlays/production");
+  const named = dirs.map(namedFiles);
+  const resources = named.flatMap((n) => n.resources);
+  // Every YAML file under deploy/k8s is a kustomization, a resource or a patch: none escapes the checks.
+  const known = new Set([...dirs.map((d) => join(d, "kustomization.yaml")), ...resources, ...named.flatMap((n) => n.patches)]);
+  const unnamed = yamlFilesUnder(K8S).filter((p) => !known.has(p));
+  assert.equal(unnamed, [], "YAML files no kustomization names");
+  withScratch((scratch) => {
+    const renders = new Map(dirs.map((dir) => [join(scratch, `${relative(K8S, dir).replace(/\//g, "-")}.yaml`), dir]));
+    for (const [path, dir] of renders) writeFileSync(path, built(dir));
+    const files = [...resources, ...renders.keys()];
+    for (const version of KUBERNETES_VERSIONS) {
+      const report = kubeconform(ROOT, files, version);
+      console.log(`\nkubeconform -strict, Kubernetes ${version}: ${JSON.stringify(report.summary)}`);
+      for (const file of files) {
+        const valid = report.resources.filter((r) => r.filename === file && r.status === "statusValid");
+        const bad = refusals(report, file);
+        const what = renders.has(file) ? `kustomize build ${relative(K8S, renders.get(file)!)}` : relative(ROOT, file);
+        show(`${bad.length === 0 ? "OK  " : "FAIL"} ${what}: ${[...valid.map((r) => `${r.kind}/${r.name}`), ...bad].join(", ")}`);
+        if (renders.has(file)) assert.is(valid.length, objects(renders.get(file)!).length, `every object of ${what} validated`);
+      }
+      const refused = files.flatMap((f) => refusals(report, f));
+      assert.equal(refused, [], `Kubernetes ${version}`);
+      const kinds = new Set(report.resources.map((r) => r.kind));
+      const unvalidated = KINDS.filter((k) => !kinds.has(k));
+      assert.equal(unvalidated, [], "kinds validated");
+    }
+  });
+});
+
+test("kubeconform -strict refuses broken copies: misspelt and missing fields, wrong types, in every kind", () => {
+  const all = [...objects(BASE), ...objects(PRODUCTION)];
+  const [ING, SINK] = ["Deployment/segment-ingest", "Deployment/segment-ingest-sink"];
+  const cases: Array<[string, string, (m: Manifest) => unknown, RegExp]> = [
+    ["a misspelt readinesProbe", ING, (m) => rename(c0(m), "readinessProbe", "readinesProbe"), /'readinesProbe' not allowed/],
+    ["containerPort as a string", ING, (m) => (c0(m).ports[0].containerPort = "3000"), /containerPort': got string/],
+    ["replicas as a string", SINK, (m) => (m.spec.replicas = "2"), /'\/spec\/replicas': got string/],
+    ["no selector", SINK, (m) => delete m.spec.selector, /missing property 'selector'/],
+    ["an unknown kind", ING, (m) => (m.kind = "Deploymnet"), /could not find schema for Deploymnet/],
+    ["restartPolicy one level up", "Job/segment-ingest-migrate", (m) => (m.spec.template.restartPolicy = "Never"), /'restartPolicy' not/],
+    ["no maxReplicas", "HorizontalPodAutoscaler/segment-ingest", (m) => delete m.spec.maxReplicas, /missing property 'maxReplicas'/],
+    [
+      "a misspelt minAvailable",
+      "PodDisruptionBudget/segment-ingest",
+      (m) => rename(m.spec, "minAvailable", "minAvailabel"),
+      /'minAvailabel' not allowed/,
+    ],
+    ["policyTypes as a string", "NetworkPolicy/segment-ingest", (m) => (m.spec.policyTypes = "Ingress"), /policyTypes': got string/],
+    ["a Service port as a string", "Service/segment-ingest", (m) => (m.spec.ports[0].port = "80"), /ports\/0\/port': got string/],
+    ["an unquoted number", "ConfigMap/segment-ingest-config", (m) => (m.data.INGEST_PORT = 3000), /INGEST_PORT': got number/],
+    ["an object in stringData", "Secret/segment-ingest-clickhouse", (m) => (m.stringData.CLICKHOUSE_USER = {}), /USER': got object/],
+    ["a boolean label", "Namespace/segment-ingest", (m) => (m.metadata.labels.audit = true), /audit': got boolean/],
+  ];
+  withScratch((scratch) => {
+    const files = cases.map(([what, target, mutate, expected], i) => {
+      const object = structuredClone(all.find((r) => id(r) === target));
+      assert.ok(object, target);
+      mutate(object);
+      writeFileSync(join(scratch, `${i}.yaml`), stringify(object, { version: "1.1" }));
+      return { what: `${what}, ${target}`, path: join(scratch, `${i}.yaml`), expected };
+    });
+    // A duplicate key, in a copy of a resource file as written.
+    const path = join(scratch, "duplicate.yaml");
+    writeFileSync(path, readFileSync(join(BASE, "ingest-deployment.yaml"), "utf8").replace(/^( {2}replicas: \d+\n)/m, "$1  replicas: 4\n"));
+    files.push({ what: "replicas twice in base/ingest-deployment.yaml", path, expected: /"replicas" already set/ });
+    const report = kubeconform(ROOT, [...files.map((f) => f.path)], NEWEST);
+    console.log(`\nkubeconform -strict, Kubernetes ${NEWEST}, broken copies:`);
+    for (const { what, path, expected } of files) expectRefused(what, refusals(report, path), expected);
+    assert.is(report.summary.valid, 0, "every broken copy refused");
+  });
+});
+
+test("kustomize refuses a patch that hits nothing and a missing resource; kubeconform, a misspelt field in a patch", () => {
+  console.log("\nBroken kustomizations:");
+  const refusal = (edits: Record<string, (text: string) => string>) => {
+    try {
+      return [`built ${parseManifests(buildEdited(PRODUCTION, edits)).length} objects`];
+    } catch (error) {
+      return [(error as Error).message.replace(/^kustomize build \S+ failed: Error: /, "").slice(0, 160)];
+    }
+  };
+  const orphan = {
+    "kustomization.yaml": (text: string) => text.replace(/^patches:\n/m, "patches:\n  - path: orphan.yaml\n"),
+    "orphan.yaml": () => "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nope\n",
+  };
+  expectRefused(
+    "kustomize: a patch of Deployment/nope",
+    refusal(orphan),
+    /^no resource matches strategic merge patch "Deployment.v1.apps\/nope/,
+  );
+  const missing = { "kustomization.yaml": (text: string) => text.replace("../../base", "../../bse") };
+  expectRefused("kustomize: a resource ../../bse", refusal(missing), /^accumulating resources: .*'\.\.\/\.\.\/bse'/);
+  // kustomize merges whatever a patch says; kubeconform refuses the misspelt field in the render.
+  const misspelt = buildEdited(PRODUCTION, {
+    "ingest-deployment.yaml": (text) => text.replace("GracePeriodSeconds:", "GracePeriodSecond:"),
+  });
+  assert.match(misspelt, /terminationGracePeriodSecond: 90/, "kustomize merged the misspelt field");
+  withScratch((scratch) => {
+    writeFileSync(join(scratch, "production.yaml"), misspelt);
+    const found = refusals(kubeconform(ROOT, [join(scratch, "production.yaml")], NEWEST), join(scratch, "production.yaml"));
+    expectRefused("kubeconform: terminationGracePeriodSecond in the production patch", found, /'terminationGracePeriodSecond' not allowed/);
+  });
+});
+
+test("the production overlay: namespace, image, no Secrets, patches merged; the base keeps its placeholders", () => {
+  const production = objects(PRODUCTION);
+  const get = (kind: string) => production.find((r) => r.kind === kind && r.metadata.name.startsWith("segment-ingest"))!;
+  const images = (rs: Manifest[]) => rs.flatMap((r) => podSpecs(r).flatMap((s) => containersOf(s).map((c) => c.image)));
+  for (const r of production) if (r.kind !== "Namespace") assert.is(r.metadata.namespace, "segment-ingest", id(r));
+  assert.equal([...new Set(images(production))], ["registry.example.com/segment-ingest:0.1.0"]);
+  assert.equal(production.filter((r) => r.kind === "Secret").map(id), [], "production creates its Secrets out of band");
+  const ingest = deploymentOf(production, "segment-ingest");
+  assert.is(ingest.spec.replicas, 3);
+  assert.is(c0(ingest).resources.limits.cpu, "2");
+  assert.is(c0(ingest).readinessProbe.httpGet.path, "/readyz", "merged, not replaced");
+  assert.is(ingest.metadata.labels["app.kubernetes.io/part-of"], "segment-ingest");
+  assert.is(get("HorizontalPodAutoscaler").spec.maxReplicas, 20);
+  assert.is(get("HorizontalPodAutoscaler").spec.metrics[0].resource.target.averageUtilization, 70);
+  assert.is(get("ConfigMap").data.KAFKA_BROKERS, "events-kafka-bootstrap.kafka.svc:9092");
+  assert.is(get("ConfigMap").data.SINK_STOP_TIMEOUT_MS, "20000", "base keys kept");
+  // The base keeps the placeholder image and no namespace.
+  const base = objects(BASE);
+  assert.equal(base.filter((r) => r.metadata.namespace !== undefined).map(id), []);
+  const placeholders = images(base).filter((image) => image.startsWith(`${IMAGE}:`));
+  assert.equal(placeholders, images(base));
+});
+
+test("production rules hold in the base and in the production overlay, and refuse broken copies", () => {
+  const production = objects(PRODUCTION);
+  assert.equal(ruleViolations(objects(BASE)), [], "base");
+  assert.equal(ruleViolations(production, new Set(["segment-ingest-write-keys", "segment-ingest-clickhouse"])), [], "production");
+  const pod = (rs: Manifest[], name: string) => deploymentOf(rs, name).spec.template.spec;
+  const [ingest, sink] = [pod(production, "segment-ingest"), pod(production, "segment-ingest-sink")];
+  const data = production.find((r) => r.kind === "ConfigMap")!.data;
+  console.log("\nProduction rules:");
+  show("OK   every container: runAsNonRoot, uid 10001, readOnlyRootFilesystem, no privilege escalation, drop ALL, RuntimeDefault, limits");
+  show(`OK   ingest: readiness ${probePath(ingest.containers[0].readinessProbe)}, grace ${ingest.terminationGracePeriodSeconds} s`);
+  show(`OK   sink: ${deploymentOf(production, "segment-ingest-sink").spec.replicas} replicas <= ${data.KAFKA_TOPIC_PARTITIONS} partitions`);
+  show(
+    `OK   sink: grace ${sink.terminationGracePeriodSeconds} s; ConfigMap keys are documented settings (${Object.keys(data).length} keys)`,
+  );
+
+  // Broken copies of the base's render: each must be reported.
+  const ing = (rs: Manifest[]) => pod(rs, "segment-ingest");
+  const snk = (rs: Manifest[]) => pod(rs, "segment-ingest-sink");
+  const first = (rs: Manifest[], kind: string) => rs.find((r) => r.kind === kind)!;
+  const cm = (rs: Manifest[]) => first(rs, "ConfigMap").data;
+  const broken: Array<[string, (rs: Manifest[]) => unknown, RegExp]> = [
+    ["root filesystem writable", (rs) => (c0s(ing(rs)).readOnlyRootFilesystem = false), /readOnlyRootFilesystem/],
+    ["runs as root", (rs) => ([snk(rs).securityContext.runAsUser, c0s(snk(rs)).runAsUser] = [0, undefined]), /non-zero uid/],
+    [
+      "no runAsNonRoot",
+      (rs) => ([ing(rs).securityContext.runAsNonRoot, c0s(ing(rs)).runAsNonRoot] = [undefined, undefined]),
+      /runAsNonRoot/,
+    ],
+    ["readiness on /healthz", (rs) => (ing(rs).containers[0].readinessProbe.httpGet.path = "/healthz"), /readinessProbe must GET \/readyz/],
+    ["no liveness probe", (rs) => delete ing(rs).containers[0].livenessProbe, /livenessProbe must GET \/healthz/],
+    ["more sinks than partitions", (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.replicas = 4), /exceed KAFKA_TOPIC_PARTITIONS/],
+    ["short ingest grace period", (rs) => (ing(rs).terminationGracePeriodSeconds = 30), /must exceed preStop \+ INGEST_DRAIN_DELAY_MS/],
+    ["short sink grace period", (rs) => (snk(rs).terminationGracePeriodSeconds = 21), /must exceed SINK_STOP_TIMEOUT_MS/],
+    ["headers timeout below keep-alive", (rs) => (cm(rs).INGEST_KEEPALIVE_TIMEOUT_MS = "65000"), /INGEST_HEADERS_TIMEOUT_MS must exceed/],
+    ["headers above request timeout", (rs) => (cm(rs).INGEST_HEADERS_TIMEOUT_MS = "66000"), /ingest refuses it: .*\(66000\) is above/],
+    ["a value the typed config refuses", (rs) => (cm(rs).SINK_BATCH_WAIT_MS = "1s"), /the sink refuses it: .*batchWaitMs/],
+    ["undocumented setting", (rs) => (cm(rs).KAFKA_BROKER = "x:9092"), /KAFKA_BROKER is not a setting documented/],
+    ["unknown command", (rs) => (snk(rs).containers[0].args = ["consume"]), /not a command of deploy\/cli.ts/],
+    ["missing Secret", (rs) => (first(rs, "Secret").metadata.name = "renamed"), /Secret\/segment-ingest-\S+ does not exist/],
+    ["selector matches nothing", (rs) => (first(rs, "PodDisruptionBudget").spec.selector.matchLabels.x = "y"), /matches no pod/],
+  ];
+  for (const [what, mutate, expected] of broken) {
+    const copy = objects(BASE);
+    mutate(copy);
+    expectRefused(what, ruleViolations(copy), expected);
+  }
+});
+
+test("deploy/compose.yaml validates against the Compose Specification and starts in order", () => {
+  const path = join(ROOT, "deploy", "compose.yaml");
+  const compose = parse(readFileSync(path, "utf8"), { uniqueKeys: true });
+  const problems = composeProblems(compose);
+  console.log("\nCompose (compose-spec schema, start order):");
+  for (const [name, s] of Object.entries(compose.services as Record<string, Json>)) {
+    const after = Object.entries(s.depends_on ?? {}).map(([dep, d]) => `${dep} ${(d as Json).condition}`);
+    show(
+      `${problems.length === 0 ? "OK  " : "FAIL"} service ${name} (${s.image}${s.build ? ", built from deploy/Dockerfile" : ""})${after.length ? ` after ${after.join(", ")}` : ""}`,
+    );
+  }
+  assert.equal(problems, []);
+  assert.equal(composeRuleViolations(compose), []);
+  // Nothing published beyond this machine, and no usable password shipped in the file.
+  for (const [name, s] of Object.entries(compose.services as Record<string, Json>)) {
+    for (const port of (s.ports ?? []) as string[])
+      assert.ok(String(port).startsWith("127.0.0.1:"), `${name} publishes ${port} beyond 127.0.0.1`);
+  }
+  const passwords = [compose["x-app-environment"]?.CLICKHOUSE_PASSWORD, compose.services.clickhouse.environment.CLICKHOUSE_PASSWORD];
+  for (const password of passwords)
+    assert.match(String(password), /^\$\{CLICKHOUSE_PASSWORD:\?/, "the password must come from the environment");
+
+  const broken: Array<[string, (c: Json) => void, (c: Json) => string[], RegExp]> = [
+    [
+      "an unknown condition",
+      (c) => (c.services.ingest.depends_on.migrate.condition = "service_done"),
+      composeProblems,
+      /must be equal to one of the allowed values/,
+    ],
+    ["a misspelt key", (c) => (c.services.kafka.healthcheck.intervall = "10s"), composeProblems, /must NOT have additional properties/],
+    ["ports as a map", (c) => (c.services.ingest.ports = { "3000": 3000 }), composeProblems, /must be array/],
+    [
+      "ingest before migrate",
+      (c) => (c.services.ingest.depends_on.migrate.condition = "service_started"),
+      composeRuleViolations,
+      /ingest must wait for migrate/,
+    ],
+    ["no kafka healthcheck", (c) => delete c.services.kafka.healthcheck, composeRuleViolations, /kafka: needs a healthcheck/],
+    ["wrong build context", (c) => (c.services.sink.build.context = "."), composeRuleViolations, /build context/],
+  ];
+  for (const [what, mutate, check, expected] of broken) {
+    const copy = structuredClone(compose);
+    mutate(copy);
+    expectRefused(what, check(copy), expected);
+  }
+});
+
+test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI entrypoint", () => {
+  const dockerfile = readFileSync(join(ROOT, "deploy", "Dockerfile"), "utf8");
+  const ignore = readFileSync(join(ROOT, ".dockerignore"), "utf8");
+  assert.equal(dockerfileViolations(dockerfile, ignore), []);
+  console.log("\nDockerfile:");
+  show("OK   pinned node image, npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node dist/deploy/cli.js, CMD ingest");
+  const cases: Array<[string, string, string, RegExp]> = [
+    ["runs as root", dockerfile.replace("USER 10001:10001", "USER root"), ignore, /uid 10001/],
+    ["unpinned base", dockerfile.replace(/ARG NODE_IMAGE=\S+/, "ARG NODE_IMAGE=node:latest"), ignore, /pinned node/],
+    ["dev dependencies shipped", dockerfile.replace("npm ci --omit=dev", "npm ci"), ignore, /--omit=dev/],
+    ["node_modules sent", dockerfile, ignore.replace(/^node_modules$/m, ""), /exclude node_modules/],
+  ];
+  for (const [what, text, ign, expected] of cases) {
+    expectRefused(what, dockerfileViolations(text, ign), expected);
+  }
+});
+
+test.run();

@@ -1,0 +1,255 @@
+/**
+ * Harness of the live tests: spawns the real ingest and sink processes against the real Kafka
+ * and ClickHouse of the local stack. Each LiveStack has its own topic, database and consumer
+ * group, so test files do not see each other's rows.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { createClient, type ClickHouseClient } from "@clickhouse/client";
+import { Kafka, logLevel } from "kafkajs";
+import { clusterSettings, onCluster } from "../../schemas/clickhouse/sql";
+import { clickhouseConfig, kafkaConfig } from "../../schemas/config";
+import { pollUntil } from "../../schemas/runtime/poll";
+import { BUILD } from "./paths";
+
+const dist = BUILD;
+
+/** A spawned process and its output. */
+export interface Service {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** An HTTP answer: status, headers, text and parsed JSON (when there is a body). */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json?: Record<string, unknown>;
+}
+
+/** Basic authorization as Segment SDKs send it: base64(writeKey + ':'). */
+export const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`;
+
+/** A set of running services on their own topic, database and group. */
+export class LiveStack {
+  readonly id = randomUUID().slice(0, 8);
+  readonly env: Record<string, string>;
+  readonly database: string;
+  base = "";
+  ch!: ClickHouseClient;
+  ingest?: Service;
+  sink?: Service;
+  readonly kafka: Kafka;
+
+  constructor(extraEnv: Record<string, string> = {}) {
+    this.database = `test_${this.id}`;
+    this.env = {
+      ...(process.env as Record<string, string>),
+      KAFKA_TOPIC: `test-events-${this.id}`,
+      KAFKA_DLQ_TOPIC: `test-events-dlq-${this.id}`,
+      KAFKA_SUPPRESSIONS_TOPIC: `test-suppressions-${this.id}`,
+      CLICKHOUSE_DATABASE: this.database,
+      SINK_GROUP_ID: `test-sink-${this.id}`,
+      SINK_BATCH_WAIT_MS: "200",
+      SINK_SESSION_TIMEOUT_MS: "6000",
+      SINK_HTTP_PORT: "0",
+      INGEST_DRAIN_DELAY_MS: "0",
+      INGEST_METRICS_PORT: "0",
+      PRODUCE_TIMEOUT_MS: "5000",
+      ...extraEnv,
+      // test-key is always there: marker() posts with it
+      WRITE_KEYS: ["test-key=ws-test,other-key=ws-other", extraEnv.WRITE_KEYS].filter(Boolean).join(","),
+    };
+    this.kafka = new Kafka({ clientId: `test-${this.id}`, brokers: kafkaConfig(this.env).brokers, logLevel: logLevel.NOTHING });
+  }
+
+  /** The events table, qualified. */
+  get table(): string {
+    return `${this.database}.events`;
+  }
+
+  /** Runs setup, starts ingest and sink (node run with `nodeArgs`), waits for readiness. */
+  async start(nodeArgs: string[] = []): Promise<void> {
+    await this.run("deploy/setup/main.js");
+    const c = clickhouseConfig(this.env);
+    this.ch = createClient({
+      url: c.url,
+      username: c.username,
+      password: c.password,
+      database: this.database,
+      clickhouse_settings: clusterSettings(c.cluster),
+    });
+    const port = await freePort();
+    this.base = `http://127.0.0.1:${port}`;
+    this.env.INGEST_PORT = String(port);
+    this.ingest = this.spawn("ingest/main.js", {}, [], nodeArgs);
+    this.sink = this.spawn("sink/main.js", {}, [], nodeArgs);
+    await waitFor("ingest /readyz", async () => ((await fetch(`${this.base}/readyz`)).status === 200 ? true : undefined));
+  }
+
+  /** Stops the services and drops this stack's topics and database. */
+  async stop(): Promise<void> {
+    await Promise.all([this.ingest && stopService(this.ingest), this.sink && stopService(this.sink)]);
+    if (this.ch) {
+      await this.ch.command({ query: `DROP DATABASE IF EXISTS ${this.database}${onCluster(clickhouseConfig(this.env).cluster)}` });
+      await this.ch.close();
+    }
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      await admin.deleteTopics({ topics: [this.env.KAFKA_TOPIC!, this.env.KAFKA_DLQ_TOPIC!, this.env.KAFKA_SUPPRESSIONS_TOPIC!] });
+    } catch {
+      // housekeeping only: a failure leaves a stray test topic, not a wrong result
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** Runs `node ...nodeArgs dist/<script> ...args` with this stack's env plus `extra`. */
+  spawn(script: string, extra: Record<string, string> = {}, args: string[] = [], nodeArgs: string[] = []): Service {
+    const child = spawn(process.execPath, [...nodeArgs, join(dist, script), ...args], {
+      env: { ...this.env, ...extra },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let text = "";
+    child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
+    const exited = once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+    return { child, output: () => text, exited };
+  }
+
+  /** Runs a script to completion; throws with its output when it fails. */
+  async run(script: string, extra: Record<string, string> = {}): Promise<void> {
+    const service = this.spawn(script, extra);
+    const { code } = await service.exited;
+    if (code !== 0) throw new Error(`${script} exited ${code}:\n${service.output()}`);
+  }
+
+  /** POSTs a JSON body (or raw text/bytes) with the test key unless other headers are given. */
+  async post(path: string, body: unknown, headers: Record<string, string> = { authorization: basic("test-key") }): Promise<Answer> {
+    const raw = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+    const response = await fetch(`${this.base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: raw,
+    });
+    return answer(response);
+  }
+
+  /** Rows of a SELECT as objects. Values must be literals: 18.16 has no query parameters. */
+  async select<T>(query: string): Promise<T[]> {
+    const result = await this.ch.query({ query, format: "JSONEachRow" });
+    return result.json<T>();
+  }
+
+  /** Rows under FINAL for these message ids, ordered by message_id. */
+  finalRows<T = Record<string, string>>(ids: string[]): Promise<T[]> {
+    return this.select<T>(`SELECT * FROM ${this.table} FINAL WHERE message_id IN (${sqlList(ids)}) ORDER BY message_id`);
+  }
+
+  /** Waits until exactly `n` rows exist under FINAL for the ids, and returns them. */
+  rowsLanded<T = Record<string, string>>(ids: string[], n = ids.length, timeoutMs = 20_000): Promise<T[]> {
+    return waitFor(
+      `${n} rows for ${ids.length} ids`,
+      async () => {
+        const rows = await this.finalRows<T>(ids);
+        return rows.length === n ? rows : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Waits until exactly `n` rows of a workspace exist under FINAL, and returns them. */
+  waitRows<T>(workspace: string, n: number, timeoutMs = 20_000): Promise<T[]> {
+    return waitFor(
+      `${n} rows of ${workspace}`,
+      async () => {
+        const rows = await this.select<T>(`SELECT * FROM ${this.table} FINAL WHERE workspace_id = '${workspace}' ORDER BY message_id`);
+        return rows.length === n ? rows : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Posts one valid message and waits for its row: the sink has caught up with earlier posts. */
+  async marker(): Promise<void> {
+    const id = `marker-${randomUUID()}`;
+    const posted = await this.post("/v1/track", { event: "marker", userId: "m", messageId: id });
+    if (posted.status !== 200) throw new Error(`marker refused: ${posted.status} ${posted.text}`);
+    await this.rowsLanded([id]);
+  }
+
+  /**
+   * Committed offsets of a group vs its topic's end, summed over partitions; by default this
+   * stack's sink group and events topic.
+   */
+  async groupLag(topic = this.env.KAFKA_TOPIC!, groupId = this.env.SINK_GROUP_ID!): Promise<{ committed: number; end: number }> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const ends = await admin.fetchTopicOffsets(topic);
+      const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const committed = (group?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+      return { committed, end: ends.reduce((sum, p) => sum + Number(p.high), 0) };
+    } finally {
+      await admin.disconnect();
+    }
+  }
+}
+
+/** Reads a fetch Response into an Answer. */
+export async function answer(response: Response): Promise<Answer> {
+  const text = await response.text();
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+/** Sends SIGTERM and waits for the exit. */
+export async function stopService(service: Service): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGTERM");
+  return service.exited;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Polls `probe` (every 100 ms, pollUntil) until it returns a value other than undefined, or throws
+ * after `timeoutMs` naming `what` and the probe's last error; a probe's error counts as no answer yet.
+ */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  let last: unknown;
+  const answer = async () => {
+    try {
+      return await probe();
+    } catch (error) {
+      last = error;
+      return undefined;
+    }
+  };
+  const value = await pollUntil(answer, { intervalMs: 100, timeoutMs });
+  if (value !== undefined) return value;
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+}
+
+/** `'a','b'` for an IN list of test-made ids (quotes escaped). */
+export function sqlList(values: string[]): string {
+  return values.map((v) => `'${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`).join(",");
+}

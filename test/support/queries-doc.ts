@@ -1,0 +1,16 @@
+/**
+ * The example queries of docs/QUERIES.md: its ```sql blocks, each named by its first line without
+ * `-- `. Read at run time, so the tests and `npm run bench:queries` run what docs/QUERIES.md shows.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "./paths";
+
+/** The queries of docs/QUERIES.md, in their order there. */
+export function readmeQueries(): { name: string; sql: string }[] {
+  const readme = readFileSync(join(ROOT, "docs", "QUERIES.md"), "utf8");
+  return [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => ({
+    name: m[1]!.split("\n")[0]!.replace(/^--\s*/, ""),
+    sql: m[1]!.trim(),
+  }));
+}

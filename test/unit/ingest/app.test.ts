@@ -1,0 +1,106 @@
+/**
+ * The ingest app in this process (test/support/ingest-app.ts): what a request yields at the HTTP
+ * edge and what it hands to the producer, with a fake producer. The same paths against the real
+ * producer, broker and ClickHouse are test/live/api.test.ts and test/live/pipeline.test.ts.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { RejectedEnvelope } from "../../../schemas/envelope";
+import { basicAuth, inProcessIngest, type InProcessIngest } from "../../support/ingest-app";
+
+const app = suite("ingest app, in process");
+let ingest: InProcessIngest;
+app.before.each(async () => {
+  ingest = await inProcessIngest();
+});
+app.after.each(() => ingest.close());
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${ingest.base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: basicAuth(), ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+app("a valid track is produced once, keyed by its messageId, stamped with the workspace; the answer is Segment's", async () => {
+  const response = await post("/v1/track", { messageId: "m-1", userId: "u1", event: "Signed Up", properties: { plan: "pro" } });
+  assert.is(response.status, 200);
+  assert.equal(await response.json(), { success: true });
+  assert.is(ingest.produced.length, 1);
+  const [record] = ingest.produced;
+  assert.is(record!.key, "m-1");
+  assert.not.ok(record!.rejected);
+  const row = JSON.parse(record!.value) as Record<string, unknown>;
+  assert.is(row.workspace_id, "ws");
+  assert.is(row.message_id, "m-1");
+  assert.is(row.event, "Signed Up");
+});
+
+app("an invalid single message is refused with 400 naming the field; it is kept as a refused item, never as an event", async () => {
+  const response = await post("/v1/track", { messageId: "m-2", userId: "u1", event: 42 });
+  assert.is(response.status, 400);
+  assert.match(JSON.stringify(await response.json()), "event");
+  assert.is(ingest.produced.filter((r) => !r.rejected).length, 0, "no event");
+  const refused = ingest.produced.filter((r) => r.rejected).map((r) => JSON.parse(r.value) as RejectedEnvelope);
+  assert.is(refused.length, 1, "the refusal is kept for rejected_messages");
+  assert.ok(
+    refused[0]!.reasons.some((reason) => reason.includes("event")),
+    refused[0]!.reasons.join("; "),
+  );
+});
+
+app("a batch with one bad item: the good ones are produced as events, the bad one as a refused item naming its field", async () => {
+  const batch = [
+    { type: "track", messageId: "b-1", userId: "u1", event: "A" },
+    { type: "track", messageId: "b-2", userId: "u1", event: { not: "a string" } },
+    { type: "identify", messageId: "b-3", userId: "u1", traits: { name: "Ada" } },
+  ];
+  const response = await post("/v1/batch", { batch });
+  assert.is(response.status, 200);
+  assert.is(response.headers.get("x-rejected-messages"), "1");
+  const events = ingest.produced.filter((r) => !r.rejected).map((r) => r.key);
+  assert.equal(events.sort(), ["b-1", "b-3"]);
+  const refused = ingest.produced.filter((r) => r.rejected).map((r) => JSON.parse(r.value) as RejectedEnvelope);
+  assert.is(refused.length, 1);
+  assert.is(refused[0]!.messageId, "b-2");
+  assert.ok(
+    refused[0]!.reasons.some((reason) => reason.includes("batch[1].event")),
+    refused[0]!.reasons.join("; "),
+  );
+  assert.not.match(refused[0]!.raw, "wk", "the writeKey never travels with a refused item");
+});
+
+app("an unknown writeKey gets 401 and nothing is produced", async () => {
+  const response = await post("/v1/track", { messageId: "m-3", userId: "u1", event: "A" }, { authorization: basicAuth("nope") });
+  assert.is(response.status, 401);
+  assert.is(ingest.produced.length, 0);
+});
+
+app("when Kafka fails the answer is 503 with Retry-After; any other failure is a 500; never a 2xx", async () => {
+  ingest.failWith = Object.assign(new Error("broker down"), { name: "KafkaJSConnectionError", retriable: true });
+  const down = await post("/v1/track", { messageId: "m-4", userId: "u1", event: "A" });
+  assert.is(down.status, 503);
+  assert.is(down.headers.get("retry-after"), "5");
+  ingest.failWith = new TypeError("a bug");
+  const bug = await post("/v1/track", { messageId: "m-5", userId: "u1", event: "A" });
+  assert.is(bug.status, 500);
+  assert.is(ingest.produced.length, 0);
+});
+
+app("a browser preflight is answered for any origin by default", async () => {
+  const response = await fetch(`${ingest.base}/v1/t`, {
+    method: "OPTIONS",
+    headers: { origin: "https://shop.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+  });
+  assert.ok(response.status === 204 || response.status === 200, `status ${response.status}`);
+  assert.ok(response.headers.get("access-control-allow-origin"), "CORS allows the origin");
+});
+
+app("a message without messageId is refused naming messageId (none is made up, so a retry stays one row)", async () => {
+  const response = await post("/v1/track", { userId: "u1", event: "A" });
+  assert.is(response.status, 400);
+  assert.match(JSON.stringify(await response.json()), "messageId");
+  assert.is(ingest.produced.filter((r) => !r.rejected).length, 0);
+});
+
+app.run();

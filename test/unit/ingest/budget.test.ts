@@ -1,0 +1,108 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { CONTAINER_BYTES, InflightBudget, parsedBytes, parsedLimit, VALUE_BYTES } from "../../../ingest/budget";
+import { jsonShape } from "../../../ingest/validate";
+
+test("leases grow as bytes arrive and share one budget with the producer's held bytes; a release frees exactly once", () => {
+  let producer = 0;
+  const budget = new InflightBudget(1_000, () => producer);
+  const first = budget.open(true);
+  const second = budget.open(true);
+  assert.is(budget.held, 0, "an opened lease holds nothing until bytes arrive");
+  assert.equal(first.grow(600), { ok: true });
+  assert.equal(second.grow(500), { ok: false, reason: "busy", capacity: 1_000 }, "600 + 500 is over 1,000");
+  assert.is(second.bytes, 0, "a refused charge changes nothing");
+  assert.equal(second.grow(400), { ok: true }, "600 + 400 fits exactly");
+  first.release();
+  first.release();
+  assert.is(budget.held, 400, "a second release changes nothing");
+  assert.equal(first.grow(1), { ok: false, reason: "never", capacity: 1_000 }, "a released lease takes no more");
+  producer = 500;
+  assert.equal(second.grow(200), { ok: false, reason: "busy", capacity: 1_000 }, "400 held + 500 held by the producer + 200 is over");
+  producer = 0;
+  assert.equal(second.grow(200), { ok: true });
+  assert.is(second.bytes, 600);
+  second.release();
+  assert.is(budget.held, 0);
+});
+
+test("one request can never pass the whole budget (413), or the unkeyed share while its key is unchecked", () => {
+  const budget = new InflightBudget(1_000, () => 0);
+  const keyed = budget.open(true);
+  assert.equal(keyed.grow(1_001), { ok: false, reason: "never", capacity: 1_000 });
+  const unkeyed = budget.open(false);
+  assert.equal(unkeyed.grow(400), { ok: true });
+  assert.equal(unkeyed.grow(101), { ok: false, reason: "never", capacity: 500 }, "half the budget at most");
+  unkeyed.markKeyed();
+  assert.equal(unkeyed.grow(101), { ok: true }, "once its key is checked, the whole budget is its limit");
+});
+
+test("requests without a checked key hold half the budget together; keyed requests keep the rest", () => {
+  const budget = new InflightBudget(1_000, () => 0);
+  const unkeyed = Array.from({ length: 10 }, () => budget.open(false));
+  const granted = unkeyed.map((lease) => lease.grow(100).ok);
+  assert.equal(
+    granted.map((ok) => (ok ? 1 : 0)),
+    [1, 1, 1, 1, 1, 0, 0, 0, 0, 0],
+    "five of ten 100-byte unkeyed bodies fit in 500",
+  );
+  assert.is(budget.heldUnkeyed, 500);
+  assert.equal(unkeyed[5]!.grow(100), { ok: false, reason: "busy", capacity: 500 });
+  const keyed = budget.open(true);
+  assert.equal(keyed.grow(500), { ok: true }, "a keyed request still gets the other half");
+  // A request whose key was in its body moves out of the unkeyed share once checked.
+  unkeyed[0]!.markKeyed();
+  unkeyed[0]!.markKeyed();
+  assert.is(budget.heldUnkeyed, 400);
+  keyed.release();
+  assert.equal(unkeyed[5]!.grow(100), { ok: true }, "the freed unkeyed room is usable again");
+  unkeyed[0]!.release();
+  assert.is(budget.heldUnkeyed, 500, "a lease marked keyed leaves the unkeyed count alone when released");
+  assert.is(budget.held, 500);
+  for (const lease of unkeyed) lease.release();
+  assert.is(budget.held, 0);
+  assert.is(budget.heldUnkeyed, 0);
+});
+
+test("the parsed-size estimate charges objects and arrays: 500 KB of {} costs about 28x, typical events about 4x", () => {
+  const counts = (text: string) => {
+    const shape = jsonShape(text, 64);
+    if (shape.tooDeep) throw new Error("too deep");
+    return shape;
+  };
+  const empties = `{"batch":[${Array(166_000).fill("{}").join(",")}]}`;
+  const emptiesShape = counts(empties);
+  assert.is(emptiesShape.containers, 166_002);
+  assert.is(emptiesShape.separators, 166_000, "165,999 commas and one colon");
+  const emptiesCost = parsedBytes(emptiesShape);
+  assert.is(emptiesCost, empties.length + CONTAINER_BYTES * 166_002 + VALUE_BYTES * 166_000);
+  assert.ok(emptiesCost / empties.length > 20, `${(emptiesCost / empties.length).toFixed(1)}x: above the 21x V8 allocates`);
+  const event = {
+    type: "track",
+    event: "Product Viewed",
+    userId: "user-1",
+    messageId: "23d04926-78e5-4ebc-853f-f26c84ff629e",
+    context: { ip: "66.249.66.1", library: { name: "analytics-node", version: "1.0.0" } },
+    properties: { productId: "ab1", price: 12.5, tags: ["a", "b"] },
+  };
+  const events = JSON.stringify({ batch: Array(500).fill(event) });
+  const ratio = parsedBytes(counts(events)) / events.length;
+  assert.ok(ratio > 1.8 && ratio < 5, `typical events: ${ratio.toFixed(1)}x`);
+  assert.ok(emptiesCost > parsedLimit(512_000), "500 KB of {} is refused before parsing");
+  assert.ok(parsedBytes(counts(events)) * (512_000 / events.length) < parsedLimit(512_000) / 2, "500 KB of events is far from it");
+  const flat = JSON.stringify({ properties: { text: "x".repeat(100_000) } });
+  assert.ok(parsedBytes(counts(flat)) < flat.length * 1.01, "one long string costs its length");
+});
+
+test("jsonShape skips strings, escaped quotes included, and stops past the depth", () => {
+  assert.equal(jsonShape(`{"a":"{[,:\\"{"}`, 5), { tooDeep: false, chars: 15, containers: 1, separators: 1 });
+  assert.equal(
+    jsonShape(`{"a\\\\":[1,2]}`, 5),
+    { tooDeep: false, chars: 13, containers: 2, separators: 2 },
+    "an escaped backslash ends the key",
+  );
+  assert.equal(jsonShape("[[[]]]", 2), { tooDeep: true });
+  assert.equal(jsonShape('{"a":"never closed', 5), { tooDeep: false, chars: 18, containers: 1, separators: 1 });
+});
+
+test.run();

@@ -1,0 +1,58 @@
+/**
+ * Refused items as records for the rejected topic (buildRejected, ingest/envelope.ts).
+ */
+import { type RejectedEnvelope } from "../../../schemas/envelope";
+import { test } from "uvu";
+import { buildRejected } from "../../../ingest/envelope";
+import * as assert from "uvu/assert";
+
+const receipt = { workspaceId: "ws1", receivedAt: "2026-11-23T10:00:00.000Z" };
+const envelopeOf = (value: string) => JSON.parse(value) as RejectedEnvelope;
+
+test("a refused item never carries the writeKey onto the topic", () => {
+  const [record] = buildRejected(
+    [{ item: { writeKey: "secret-key", messageId: "m1", type: "track" }, reasons: ["event: string"] }],
+    receipt,
+    32_768,
+  );
+  assert.not.ok(record!.value.includes("secret-key"));
+  const envelope = envelopeOf(record!.value);
+  assert.equal(JSON.parse(envelope.raw), { messageId: "m1", type: "track" });
+  assert.is(envelope.messageId, "m1");
+  assert.is(record!.key, envelope.rejectionId);
+});
+
+test("the record stays bounded: raw cut so its escaped form fits, reasons capped, and both say so", () => {
+  const quotes = '"'.repeat(50_000); // each quote doubles when escaped again
+  const reasons = Array.from({ length: 30 }, (_, i) => `batch[${i}].x: ${"y".repeat(500)}`);
+  const [record] = buildRejected([{ item: { note: quotes }, reasons }], receipt, 32_768);
+  const envelope = envelopeOf(record!.value);
+  assert.ok(Buffer.byteLength(JSON.stringify(envelope.raw)) <= 32_768);
+  assert.ok(Buffer.byteLength(record!.value) <= 32_768 + 8_192, `record ${Buffer.byteLength(record!.value)} bytes`);
+  assert.is(envelope.reasons.filter((r) => r.startsWith("batch[")).length, 20);
+  assert.ok(envelope.reasons.every((r) => r.length <= 200));
+  assert.ok(envelope.reasons.some((r) => r === "and 10 more reason(s)"));
+  assert.ok(envelope.reasons.some((r) => r.startsWith("raw: cut to ")));
+});
+
+test("the same item refused twice has the same rejectionId (one row); another workspace's does not", () => {
+  const item = { messageId: "m", event: 5 };
+  const [a] = buildRejected([{ item, reasons: ["event: string"] }], receipt, 32_768);
+  const [b] = buildRejected([{ item, reasons: ["event: string"] }], { ...receipt, receivedAt: "2026-11-23T11:00:00.000Z" }, 32_768);
+  const [c] = buildRejected([{ item, reasons: ["event: string"] }], { ...receipt, workspaceId: "ws2" }, 32_768);
+  assert.is(a!.key, b!.key);
+  assert.is.not(a!.key, c!.key);
+});
+
+test("two over-long items alike in their first 26 KB and different after are two rows; each retry is still one", () => {
+  const head = "x".repeat(40_000);
+  const refuse = (tail: string) =>
+    buildRejected([{ item: { messageId: "m", note: head + tail }, reasons: ["event: string"] }], receipt, 32_768)[0]!;
+  const [a, b, again] = [refuse("a"), refuse("b"), refuse("a")];
+  const raw = (r: typeof a) => (JSON.parse(r.value) as { raw: string }).raw;
+  assert.is(raw(a), raw(b), "the kept text is the same cut");
+  assert.is.not(a.key, b.key);
+  assert.is(a.key, again.key);
+});
+
+test.run();

@@ -1,0 +1,134 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { jsonDepthOver, validateBatch, validateSingle } from "../../../ingest/validate";
+
+const validateIdentify = (body: unknown) => validateSingle("identify", body);
+import { samples } from "../../support/samples";
+
+test("the spec's identify sample is valid", () => {
+  const result = validateIdentify(samples.identify);
+  assert.ok(result.ok);
+});
+
+test("the spec's mixed identify+track batch sample is valid", () => {
+  const result = validateBatch(samples.batch);
+  assert.ok(result.ok);
+  if (result.ok) assert.is(result.value.batch.length, 2);
+});
+
+test("every message type is accepted in a batch", () => {
+  const result = validateBatch(samples.everyType);
+  assert.ok(result.ok, JSON.stringify(result));
+});
+
+test("each bad field of a batch is named, with its item index", () => {
+  const result = validateBatch({
+    batch: [
+      { type: "track", messageId: "m1", userId: "u1" },
+      { type: "identify", messageId: "", userId: "u2", traits: 5 },
+      { type: "group", messageId: "m3", anonymousId: "a3" },
+      { type: "alias", messageId: "m4", previousId: "p4" },
+      { type: "track", messageId: "m5", userId: "u5", event: "E", timestamp: "yesterday" },
+    ],
+  });
+  assert.not.ok(result.ok);
+  if (result.ok) return;
+  const paths = result.issues.map((i) => i.path).sort();
+  assert.equal(paths, [
+    "batch[0].event",
+    "batch[1].messageId",
+    "batch[1].traits",
+    "batch[2].groupId",
+    "batch[3].userId",
+    "batch[4].timestamp",
+  ]);
+  assert.ok(result.issues.every((i) => i.expected.length > 0));
+});
+
+test("a message with neither userId nor anonymousId is refused by name", () => {
+  const result = validateBatch({ batch: [{ type: "track", messageId: "m", event: "E" }] });
+  assert.equal(result, { ok: false, issues: [{ path: "batch[0].userId", expected: "userId or anonymousId (one is required)" }] });
+  const single = validateIdentify({ messageId: "m", userId: null });
+  assert.equal(single, { ok: false, issues: [{ path: "userId", expected: "userId or anonymousId (one is required)" }] });
+});
+
+test("an unknown type, an empty batch and a non-object body are refused", () => {
+  const unknownType = validateBatch({ batch: [{ type: "purchase", messageId: "m", userId: "u" }] });
+  assert.not.ok(unknownType.ok);
+  if (!unknownType.ok) assert.is(unknownType.issues[0]!.path, "batch[0]");
+  const empty = validateBatch({ batch: [] });
+  assert.not.ok(empty.ok);
+  if (!empty.ok) assert.is(empty.issues[0]!.path, "batch");
+  const scalar = validateIdentify("hello");
+  assert.not.ok(scalar.ok);
+  if (!scalar.ok) assert.is(scalar.issues[0]!.path, "$");
+});
+
+test("extra fields that SDKs send are allowed", () => {
+  const result = validateIdentify({ ...samples.identify, integrations: { All: true }, _metadata: { x: 1 } });
+  assert.ok(result.ok);
+});
+
+test("each single-message route checks its own type's rules and fills in its type", () => {
+  const track = validateSingle("track", { messageId: "m", userId: "u", event: "E" });
+  assert.ok(track.ok);
+  if (track.ok) assert.is(track.value.type, "track");
+  const noEvent = validateSingle("track", { messageId: "m", userId: "u" });
+  assert.equal(noEvent.ok ? [] : noEvent.issues.map((i) => i.path), ["event"]);
+  const noGroupId = validateSingle("group", { messageId: "m", userId: "u" });
+  assert.equal(noGroupId.ok ? [] : noGroupId.issues.map((i) => i.path), ["groupId"]);
+  const aliasNoPrevious = validateSingle("alias", { messageId: "m", userId: "u" });
+  assert.equal(aliasNoPrevious.ok ? [] : aliasNoPrevious.issues.map((i) => i.path), ["previousId"]);
+  assert.ok(validateSingle("page", { messageId: "m", anonymousId: "a" }).ok, "page name is optional");
+  assert.ok(validateSingle("screen", { messageId: "m", anonymousId: "a", name: null }).ok, "screen name is optional");
+});
+
+test("a body whose type disagrees with its route is refused", () => {
+  const result = validateSingle("identify", { type: "track", messageId: "m", userId: "u", event: "E" });
+  assert.not.ok(result.ok);
+  if (!result.ok)
+    assert.equal(
+      result.issues.map((i) => i.path),
+      ["type"],
+    );
+});
+
+test("messageId is required on every route", () => {
+  for (const type of ["identify", "track", "page", "screen", "group", "alias"] as const) {
+    const result = validateSingle(type, { userId: "u", event: "E", groupId: "g", previousId: "p" });
+    assert.not.ok(result.ok, type);
+    if (!result.ok)
+      assert.ok(
+        result.issues.some((i) => i.path === "messageId"),
+        type,
+      );
+  }
+});
+
+test("times outside what ClickHouse can store are refused by name", () => {
+  // 2106-01-15 is within DateTime's UInt32 seconds, but 18.16 stores it as 1970-01-01 (its date tables end with 2105).
+  for (const timestamp of [
+    "0000-01-01T00:00:00Z",
+    "1969-12-31T23:59:59Z",
+    "2106-01-01T00:00:00Z",
+    "2106-01-15T12:00:00.000Z",
+    "2106-02-08T00:00:00Z",
+  ]) {
+    const result = validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp });
+    assert.equal(result.ok ? [] : result.issues.map((i) => i.path), ["timestamp"], timestamp);
+  }
+  assert.ok(validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp: "2105-12-31T23:59:59.999Z" }).ok);
+  assert.ok(validateSingle("track", { messageId: "m", userId: "u", event: "E", timestamp: "1970-01-01T00:00:00Z" }).ok);
+});
+
+test("JSON depth counts brackets outside strings only", () => {
+  const nested = (n: number) => "[".repeat(n) + "]".repeat(n);
+  assert.is(jsonDepthOver(nested(64), 64), false);
+  assert.is(jsonDepthOver(nested(65), 64), true);
+  assert.is(jsonDepthOver(`{"a":"${"[".repeat(500)}"}`, 2), false, "brackets in strings do not count");
+  assert.is(jsonDepthOver(`{"a":"\\"[[["}`, 1), false, "escaped quotes do not end the string");
+  assert.is(jsonDepthOver(`{"a":{"b":{"c":1}},"d":[1]}`, 3), false);
+  assert.is(jsonDepthOver(`{"a":{"b":{"c":[1]}}}`, 3), true);
+});
+
+test.run();

@@ -1,0 +1,159 @@
+/**
+ * The pure side of deleting and suppressing users (schemas/privacy/list.ts): which messages a
+ * request drops, the ids of an events row read without parsing it, the topic entry's shape,
+ * and the SQL of a deletion. The live side is test/live/privacy.test.ts.
+ */
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { messageRow } from "../../../../schemas/row";
+import type { Message } from "../../../../schemas/messages";
+import {
+  deletionTargets,
+  IDS_PER_DELETION,
+  entryKey,
+  linkedIdsQuery,
+  parseEntry,
+  PrivacyList,
+  rowIds,
+  rowReceivedAt,
+  type PrivacyEntry,
+} from "../../../../schemas/privacy/list";
+
+const entry = (over: Partial<PrivacyEntry> = {}): PrivacyEntry => ({
+  workspaceId: "w",
+  userId: "u",
+  ids: ["u", "a1"],
+  suppressed: false,
+  ...over,
+});
+
+test("a deletion drops messages received up to it, by userId or, without one, by a linked anonymousId; later ones are kept", () => {
+  const list = new PrivacyList();
+  assert.not.ok(list.drops("w", "u", undefined, 1), "empty list");
+  list.apply(entryKey("w", "u"), entry({ deletedBefore: 1_000 }));
+  assert.ok(list.drops("w", "u", undefined, 999));
+  assert.ok(list.drops("w", "", "a1", 1_000), "the linked anonymousId, at the instant of the request");
+  assert.ok(list.drops("w", undefined, "a1", 1_000));
+  assert.not.ok(list.drops("w", "u", undefined, 1_001), "received after the request: stored");
+  assert.not.ok(list.drops("w2", "u", undefined, 999), "another workspace's user of the same id");
+  assert.not.ok(list.drops("w", "other", "a1", 999), "another user's identified message on the shared device");
+  assert.not.ok(list.drops("w", "", "", 999));
+  let read = 0;
+  const receivedAt = () => ++read && 999;
+  assert.not.ok(list.drops("w", "other", undefined, receivedAt));
+  assert.is(read, 0, "the time is read only for a listed id");
+  assert.ok(list.drops("w", "u", undefined, receivedAt));
+});
+
+test("suppression drops what is received from its time on; unsuppress lifts it; a removed entry drops nothing", () => {
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "u"), entry({ suppressed: true, suppressedFrom: 2_000 }));
+  assert.ok(list.drops("w", undefined, "a1", 5_000));
+  assert.ok(list.drops("w", "u", undefined, Number.POSITIVE_INFINITY), "the ingest's question: any new message");
+  assert.not.ok(list.drops("w", "u", undefined, 1_500), "received before the suppression, still in Kafka: kept");
+  list.apply(entryKey("w", "u"), entry({ suppressed: false, deletedBefore: 1_000, ids: ["u"] }));
+  assert.not.ok(list.drops("w", "u", undefined, 5_000));
+  assert.ok(list.drops("w", "u", undefined, 500), "the deletion still holds for what it covered");
+  assert.not.ok(list.drops("w", undefined, "a1", 500), "a1 is no longer in the user's entry");
+  list.apply(entryKey("w", "u"), undefined);
+  assert.is(list.size, 0);
+  assert.not.ok(list.drops("w", "u", undefined, 500));
+});
+
+test("an id in two users' entries: lifting one user's suppression keeps the other's", () => {
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "a"), entry({ userId: "a", ids: ["a", "shared"], suppressed: true }));
+  list.apply(entryKey("w", "b"), entry({ userId: "b", ids: ["b", "shared"], suppressed: true }));
+  list.apply(entryKey("w", "b"), entry({ userId: "b", ids: ["b", "shared"], suppressed: false }));
+  assert.ok(list.drops("w", undefined, "shared", 1), "still a's");
+  list.apply(entryKey("w", "a"), undefined);
+  assert.not.ok(list.drops("w", undefined, "shared", 1));
+});
+
+test("parseEntry: the entry's shape, or undefined", () => {
+  assert.equal(parseEntry(JSON.stringify(entry({ deletedBefore: 5 }))), entry({ deletedBefore: 5 }));
+  for (const bad of [null, "", "{", "[]", JSON.stringify({ ...entry(), ids: [1] }), JSON.stringify({ ...entry(), deletedBefore: "5" })])
+    assert.is(parseEntry(bad), undefined, String(bad));
+});
+
+test("rowIds reads workspace_id, user_id and anonymous_id of the row the ingest writes, escapes included", () => {
+  const stamp = {
+    workspaceId: 'w"1',
+    receivedAt: "2026-11-23T10:00:00.000Z",
+    sentAt: null,
+    originalTimestamp: null,
+    timestamp: "2026-11-23T10:00:00.000Z",
+    context: {},
+  };
+  // decoys in fields before the real keys (message_id, event): their quotes are escaped in the line
+  const message = {
+    type: "track",
+    event: ',"user_id":"x","anonymous_id":"y"',
+    userId: 'u\\"q',
+    anonymousId: "a-ü",
+    messageId: ',"received_at":"1999-01-01T00:00:00.000Z"',
+  } as unknown as Message;
+  const line = Buffer.from(JSON.stringify(messageRow(message, stamp)));
+  assert.equal(rowIds(line), { workspaceId: 'w"1', userId: 'u\\"q', anonymousId: "a-ü" });
+  assert.is(rowIds(Buffer.from('{"version":1}')), undefined, "an envelope is not a row");
+  assert.is(rowReceivedAt(line), Date.parse(stamp.receivedAt));
+  assert.ok(Number.isNaN(rowReceivedAt(Buffer.from('{"version":1}'))));
+});
+
+test("deletionTargets: events up to the request by userId or, without one, by the userId or a linked id as anonymousId; users and identities by userId only", () => {
+  const targets = deletionTargets("db", "events", "w", "u", ["u", "a'1"], 1_700_000_000.2);
+  assert.equal(
+    targets.map((t) => t.table),
+    ["events", "users", "identities", "rejected_messages"],
+  );
+  const [events, users, identities, rejected] = targets;
+  assert.is(
+    events!.where,
+    "workspace_id = 'w' AND (user_id = 'u' OR (user_id = '' AND anonymous_id IN ('u', 'a\\'1'))) AND received_at <= toDateTime(1700000001)",
+  );
+  assert.is(events!.mutation, `ALTER TABLE \`db\`.\`events\` DELETE WHERE ${events!.where}`);
+  assert.is(users!.count, "SELECT count() AS n FROM `db`.`users` WHERE workspace_id = 'w' AND user_id = 'u'");
+  assert.is(identities!.where, "workspace_id = 'w' AND user_id = 'u'");
+  assert.match(rejected!.where, `position(raw, '"userId":"u"') > 0 OR (position(raw, '"userId":"') = 0 AND (`);
+  assert.match(rejected!.where, `position(raw, '"anonymousId":"a\\'1"') > 0`);
+  assert.not.match(rejected!.where, `'"userId":"a\\'1"'`, "a linked id never matches a refused item's userId");
+  assert.match(linkedIdsQuery("db", "events", "w", "u"), /FROM `db`\.`identities` WHERE workspace_id = 'w' AND user_id = 'u'/);
+});
+
+test("hostile link: mallory's identify names alice's userId as its anonymousId; deleting or suppressing mallory never matches alice", () => {
+  // What linkedIdsQuery finds for mallory after `identify {userId: "mallory", anonymousId: "alice"}`.
+  const linked = ["alice"];
+  const [events, users, identities, rejected] = deletionTargets("db", "events", "w", "mallory", linked, 1_700_000_000);
+  assert.not.match(events!.where, /user_id IN/);
+  assert.match(events!.where, "user_id = 'mallory' OR (user_id = '' AND anonymous_id IN ('mallory', 'alice'))");
+  assert.not.match(users!.where, /alice/);
+  assert.not.match(identities!.where, /alice/);
+  assert.not.match(rejected!.where, `'"userId":"alice"'`);
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "mallory"), entry({ userId: "mallory", ids: ["mallory", "alice"], suppressed: true, deletedBefore: 1_000 }));
+  assert.not.ok(list.drops("w", "alice", undefined, 500), "alice's identified message, covered by the deletion's time");
+  assert.not.ok(list.drops("w", "alice", "alice-device", Number.POSITIVE_INFINITY), "alice's new messages are not suppressed");
+  assert.ok(list.drops("w", "mallory", undefined, Number.POSITIVE_INFINITY));
+  assert.ok(list.drops("w", undefined, "alice", Number.POSITIVE_INFINITY), "an anonymous message naming the linked id: mallory's link");
+  // Entries written by earlier releases list a previousId that is another user's userId: same rule.
+  list.apply(entryKey("w", "bob"), entry({ userId: "bob", ids: ["bob", "carol"], suppressed: true }));
+  assert.not.ok(list.drops("w", "carol", undefined, Number.POSITIVE_INFINITY));
+});
+
+test("a deletion of any number of linked ids: statements of at most IDS_PER_DELETION ids, each far below max_query_size", () => {
+  const linked = [...Array(1_150).keys()].map((i) => `linked-${"x".repeat(180)}-${i}`);
+  const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
+  const events = targets.filter((t) => t.table === "events");
+  const rejected = targets.filter((t) => t.table === "rejected_messages");
+  assert.is(events.length, Math.ceil(1_151 / IDS_PER_DELETION));
+  assert.is(rejected.length, events.length);
+  for (const id of linked)
+    assert.ok(
+      events.some((t) => t.where.includes(`'${id}'`)),
+      id,
+    );
+  for (const t of targets) assert.ok(Buffer.byteLength(t.mutation) < 262_144 / 2, `${t.table}: ${Buffer.byteLength(t.mutation)} bytes`);
+  assert.is(events.filter((t) => t.where.includes("user_id = 'u' OR")).length, 1);
+});
+
+test.run();

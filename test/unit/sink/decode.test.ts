@@ -1,0 +1,110 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { decode, decodeRow } from "../../../sink/decode";
+import type { Envelope } from "../../../schemas/envelope";
+import { toRow } from "../../../schemas/row";
+
+const encode = (value: unknown) => Buffer.from(JSON.stringify(value));
+const base = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z" };
+
+test("a track envelope becomes a row with JSON text columns", () => {
+  const envelope: Envelope = {
+    ...base,
+    sentAt: "2026-11-22T09:59:59.000Z",
+    message: {
+      type: "track",
+      messageId: "m1",
+      userId: "u1",
+      event: "Bought",
+      properties: { price: 3 },
+      context: { ip: "1.2.3.4" },
+      timestamp: "2026-11-22T09:59:58.000Z",
+    },
+  };
+  const result = decodeRow(encode(envelope));
+  assert.ok(result.ok);
+  if (!result.ok) return;
+  assert.equal(result.row, {
+    workspace_id: "ws1",
+    message_id: "m1",
+    type: "track",
+    event: "Bought",
+    name: "",
+    category: "",
+    user_id: "u1",
+    anonymous_id: "",
+    group_id: "",
+    previous_id: "",
+    timestamp: "2026-11-22T09:59:58.000Z",
+    original_timestamp: null,
+    sent_at: "2026-11-22T09:59:59.000Z",
+    received_at: "2026-11-22T10:00:00.123Z",
+    properties: '{"price":3}',
+    traits: "{}",
+    context: '{"ip":"1.2.3.4"}',
+    extra: "{}",
+  });
+});
+
+test("type-specific columns: page name, group id, alias previous id, identify traits", () => {
+  const row = (message: Envelope["message"]) => {
+    const r = decodeRow(encode({ ...base, message }));
+    if (!r.ok) throw new Error(r.reason);
+    return r.row;
+  };
+  assert.is(row({ type: "page", messageId: "p", anonymousId: "a", name: "Home" }).name, "Home");
+  assert.is(row({ type: "group", messageId: "g", userId: "u", groupId: "g1" }).group_id, "g1");
+  assert.is(row({ type: "alias", messageId: "al", userId: "u", previousId: "old" }).previous_id, "old");
+  assert.is(row({ type: "identify", messageId: "i", userId: "u", traits: { a: [1] } }).traits, '{"a":[1]}');
+  assert.is(row({ type: "identify", messageId: "i", userId: "u" }).timestamp, base.receivedAt);
+  assert.is(row({ type: "identify", messageId: "i", userId: "u" }).sent_at, null);
+});
+
+test("fields without a column are kept in extra; __proto__ stays plain data", () => {
+  const value = Buffer.from(
+    `{"workspaceId":"ws1","receivedAt":"2026-11-22T10:00:00.123Z","message":{"type":"track","messageId":"m","userId":"u","event":"E","integrations":{"All":false},"channel":"server","__proto__":{"polluted":true}}}`,
+  );
+  const result = decodeRow(value);
+  assert.ok(result.ok);
+  if (!result.ok) return;
+  assert.equal(JSON.parse(result.row.extra), { integrations: { All: false }, channel: "server", ["__proto__"]: { polluted: true } });
+  assert.ok(result.row.extra.includes('"__proto__"'));
+  assert.is(({} as Record<string, unknown>).polluted, undefined);
+});
+
+test("poison values become DLQ decisions with a reason", () => {
+  const bad = [
+    null,
+    Buffer.from(""),
+    Buffer.from("{not json"),
+    encode({ hello: 1 }),
+    encode({ ...base, message: { type: "track", messageId: "m" } }),
+  ];
+  for (const value of bad) {
+    const result = decode(value);
+    assert.not.ok(result.ok);
+    if (!result.ok) assert.ok(result.reason.length > 0);
+  }
+  const notEnvelope = decode(encode({ hello: 1 }));
+  if (!notEnvelope.ok) assert.match(notEnvelope.reason, "workspaceId");
+});
+
+test("a row value (format 2) passes through as the same bytes; an envelope (format 1) becomes the line of its row", () => {
+  const envelope: Envelope = { ...base, message: { type: "track", messageId: "m", userId: "u", event: "E", properties: { n: 1 } } };
+  const line = Buffer.from(JSON.stringify(toRow(envelope)));
+  const passed = decode(line);
+  assert.ok(passed.ok && passed.row === line, "a row is not copied or parsed");
+  const fromEnvelope = decode(encode(envelope));
+  assert.ok(fromEnvelope.ok);
+  if (fromEnvelope.ok) assert.equal(fromEnvelope.row.toString(), line.toString());
+  const parsed = decodeRow(line);
+  assert.ok(parsed.ok);
+  if (parsed.ok) assert.equal(parsed.row, toRow(envelope));
+});
+
+test("a value that only starts like a row is still refused by ClickHouse, not here; an envelope missing fields is refused here", () => {
+  assert.ok(decode(Buffer.from('{"workspace_id":"ws1","bogus":1}')).ok);
+  assert.not.ok(decode(Buffer.from('{"workspace_id"')).ok);
+});
+
+test.run();

@@ -1,0 +1,110 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import type { BatchItem } from "../../../sink/batch";
+import { classifyInsertError, insertOrBisect, isDataError } from "../../../sink/writer";
+import type { EventRow } from "../../../schemas/row";
+
+const items = (ids: string[]): BatchItem<EventRow>[] =>
+  ids.map((id, i) => ({
+    row: { message_id: id } as EventRow,
+    partition: 0,
+    offset: String(i),
+    key: Buffer.from(id),
+    value: Buffer.from(`v-${id}`),
+    timestamp: 0,
+  }));
+
+test("ClickHouse data errors are not retriable, in the current and the 18.16 message forms", () => {
+  assert.ok(isDataError(Object.assign(new Error("Cannot parse input"), { code: "27" })));
+  assert.ok(isDataError(new Error("Code: 41, e.displayText() = DB::Exception: Cannot parse datetime")));
+  assert.not.ok(isDataError(new Error("connect ECONNREFUSED 127.0.0.1:8123")));
+  assert.not.ok(isDataError(Object.assign(new Error("Memory limit exceeded"), { code: "241" })));
+});
+
+const healthy = async () => {};
+const insertOrSplit = (insert: (rows: EventRow[]) => Promise<void>, batch: BatchItem<EventRow>[]) => insertOrBisect(insert, batch, healthy);
+
+test("failures are sorted: no answer or an infrastructure code is infra, other codes data or unknown", () => {
+  assert.is(classifyInsertError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })), "infra");
+  assert.is(classifyInsertError(new Error("Timeout error.")), "infra");
+  assert.is(classifyInsertError(Object.assign(new Error("Table default.events doesn't exist"), { code: "60" })), "infra");
+  assert.is(classifyInsertError(new Error("Code: 252, e.displayText() = DB::Exception: Too many parts")), "infra");
+  // The same code over max_partitions_per_insert_block (current ClickHouse's text): a smaller slice is accepted.
+  assert.is(
+    classifyInsertError(
+      Object.assign(
+        new Error(
+          "Too many partitions for single INSERT block (more than 100). The limit is controlled by 'max_partitions_per_insert_block' setting.",
+        ),
+        { code: "252" },
+      ),
+    ),
+    "data",
+  );
+  assert.is(classifyInsertError(new Error("Code: 279, e.displayText() = DB::NetException: All connection tries failed. Log:")), "infra");
+  assert.is(classifyInsertError(new Error("Code: 25, e.displayText() = DB::Exception: missing second part of surrogate pair")), "data");
+  assert.is(classifyInsertError(Object.assign(new Error("something new"), { code: "4242" })), "unknown");
+});
+
+test("a refusal with any unknown code is narrowed to its rows once the probe shows the table takes inserts", async () => {
+  const inserted: string[] = [];
+  let probes = 0;
+  const insert = async (rows: EventRow[]) => {
+    if (rows.some((r) => r.message_id.startsWith("bad")))
+      throw new Error("Code: 4242, e.displayText() = DB::Exception: a reason nobody listed");
+    inserted.push(...rows.map((r) => r.message_id));
+  };
+  const letters = await insertOrBisect(insert, items(["a", "b", "bad1", "c"]), async () => void probes++);
+  assert.equal(inserted.sort(), ["a", "b", "c"]);
+  assert.equal(
+    letters.map((l) => l.key?.toString()),
+    ["bad1"],
+  );
+  assert.is(probes, 1, "one probe, for the lone refused row");
+});
+
+test("a lone row refused with an unknown code while the probe fails too is thrown (retried), not dead-lettered", async () => {
+  const insert = async () => {
+    throw new Error("Code: 4242, e.displayText() = DB::Exception: the table is broken");
+  };
+  const probe = async () => {
+    throw new Error("Code: 4242, e.displayText() = DB::Exception: the table is broken");
+  };
+  const error = await insertOrBisect(insert, items(["a", "b"]), probe).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  assert.match(String(error?.message), /the table is broken/);
+});
+
+test("refused rows are isolated and dead-lettered; the rest are inserted", async () => {
+  const inserted: string[] = [];
+  const insert = async (rows: EventRow[]) => {
+    if (rows.some((r) => r.message_id.startsWith("bad"))) throw new Error("Code: 27, e.displayText() = DB::Exception: Cannot parse input");
+    inserted.push(...rows.map((r) => r.message_id));
+  };
+  const letters = await insertOrSplit(insert, items(["a", "bad1", "b", "c", "bad2", "d", "e"]));
+  assert.equal(inserted.sort(), ["a", "b", "c", "d", "e"]);
+  assert.equal(
+    letters.map((l) => l.key?.toString()),
+    ["bad1", "bad2"],
+  );
+  assert.equal(
+    letters.map((l) => l.value?.toString()),
+    ["v-bad1", "v-bad2"],
+  );
+  assert.ok(letters.every((l) => l.step === "insert" && l.reason.includes("Cannot parse")));
+});
+
+test("a retriable insert error is thrown, not dead-lettered", async () => {
+  const insert = async () => {
+    throw new Error("connect ECONNREFUSED");
+  };
+  const error = await insertOrSplit(insert, items(["a"])).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.instance(error, Error);
+});
+
+test.run();
