@@ -4,7 +4,7 @@
  * (ingest/coerce.ts). A batch is checked item by item: a bad item is rejected on its own.
  */
 import type { IValidation } from "typia";
-import { validateBatchFrame, validateIdentified, validateMessage, validateSingleBody } from "../schemas/guards";
+import { isIdentified, validateBatchFrame, validateMessage, validateSingleBody } from "../schemas/guards";
 import type { BatchBody, BatchFrame, BodyWriteKey, Message, MessageType } from "../schemas/messages";
 import { coerceMessage } from "./coerce";
 
@@ -72,7 +72,7 @@ export function validateSingle(type: MessageType, body: unknown): Validation<Mes
 
 /** Segment's rule: a message must name a userId or an anonymousId. */
 function identityIssues(message: unknown, at: string): ValidationIssue[] {
-  return validateIdentified(message).success
+  return isIdentified(message)
     ? []
     : [{ path: at === "" ? "userId" : `${at}.userId`, expected: "userId or anonymousId (one is required)" }];
 }

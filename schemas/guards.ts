@@ -9,12 +9,13 @@ import type {
   BatchFrame,
   GroupBody,
   IdentifyBody,
-  Identified,
   Message,
   MessageType,
   PageBody,
   ScreenBody,
   TrackBody,
+  WithAnonymousId,
+  WithUserId,
 } from "./messages";
 
 /** A batch body's frame: everything but the items. */
@@ -33,8 +34,18 @@ export const validateSingleBody = {
   alias: typia.createValidate<AliasBody>(),
 } satisfies Record<MessageType, unknown>;
 
-/** The either-or identity rule of one message (Segment: userId or anonymousId). */
-export const validateIdentified = typia.createValidate<Identified>();
+const isWithUserId = typia.createIs<WithUserId>();
+const isWithAnonymousId = typia.createIs<WithAnonymousId>();
+
+/**
+ * The either-or identity rule of one message (Segment: userId or anonymousId, `Identified`), each
+ * side checked on its own: analytics.js sends `"userId": null` beside the anonymousId of a
+ * visitor not yet identified, and typia's check of the union `Identified` takes an object with
+ * both keys for the userId side and refuses it (every anonymous page and track was refused so).
+ */
+export function isIdentified(message: unknown): boolean {
+  return isWithUserId(message) || isWithAnonymousId(message);
+}
 
 /** A record value read back from the topic by the sink. */
 export const validateEnvelope = typia.createValidate<Envelope>();

@@ -131,4 +131,18 @@ test("JSON depth counts brackets outside strings only", () => {
   assert.is(jsonDepthOver(`{"a":{"b":{"c":[1]}}}`, 3), true);
 });
 
+test("an anonymous visitor's message with `userId: null` beside its anonymousId is valid (analytics.js before identify)", () => {
+  const track = { type: "track", messageId: "ajs-1", event: "Plan Chosen", userId: null, anonymousId: "20bc6683-ff1e-4b03" };
+  assert.ok(validateSingle("track", track).ok, "single");
+  assert.ok(validateBatch({ batch: [track, { ...track, type: "page", name: "Pricing", messageId: "ajs-2" }] }).ok, "batch");
+  const nobody = validateSingle("track", { ...track, anonymousId: null });
+  assert.not.ok(nobody.ok, "neither id: refused");
+  if (!nobody.ok)
+    assert.equal(
+      nobody.issues.map((i) => i.path),
+      ["userId"],
+    );
+  assert.not.ok(validateSingle("track", { ...track, anonymousId: "" }).ok, "an empty anonymousId is no id");
+});
+
 test.run();
