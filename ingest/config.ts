@@ -77,6 +77,13 @@ export interface IngestConfig {
   produceTimeoutMs: Positive;
   /** Retry-After seconds sent with a 503 (env RETRY_AFTER_SECONDS). */
   retryAfterSeconds: Positive;
+  /**
+   * The bearer token of the live view on the admin port (env ADMIN_TOKEN; unset turns it off:
+   * every /live request is refused). At least 16 characters.
+   */
+  adminToken?: string & tags.MinLength<16>;
+  /** Live view streams open at once per process (env LIVE_MAX_VIEWERS). */
+  liveMaxViewers: Positive & tags.Maximum<1000>;
   kafka: KafkaConfig;
 }
 
@@ -117,6 +124,8 @@ export function ingestConfig(env: Env): IngestConfig {
     produceMaxBatch: int(env.PRODUCE_MAX_BATCH, 10_000),
     produceTimeoutMs: int(env.PRODUCE_TIMEOUT_MS, 10_000),
     retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
+    ...(env.ADMIN_TOKEN ? { adminToken: env.ADMIN_TOKEN } : {}),
+    liveMaxViewers: int(env.LIVE_MAX_VIEWERS, 8),
     kafka: kafkaConfig(env),
   });
   const contradiction = ingestContradiction(config);

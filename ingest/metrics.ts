@@ -5,7 +5,7 @@
  */
 import Router from "@koa/router";
 import Koa from "koa";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** The ingest's metrics. */
 export interface IngestMetrics {
@@ -24,6 +24,10 @@ export interface IngestMetrics {
   messagesRejected: Counter;
   /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
   messagesSuppressed: Counter;
+  /** Live view streams open now (ingest/live/routes.ts). */
+  liveViewers: Gauge;
+  /** Live items not sent to a viewer whose connection held too much unsent. */
+  liveDropped: Counter;
 }
 
 /** Creates the metrics on a fresh registry, with Node's process metrics prefixed `ingest_`. */
@@ -75,11 +79,20 @@ export function ingestMetrics(): IngestMetrics {
       help: "Messages and refused items of suppressed users, accepted and not stored",
       registers: [registry],
     }),
+    liveViewers: new Gauge({ name: "ingest_live_viewers", help: "Live view streams open now", registers: [registry] }),
+    liveDropped: new Counter({
+      name: "ingest_live_dropped_total",
+      help: "Live items skipped for viewers too slow to take them",
+      registers: [registry],
+    }),
   };
 }
 
-/** GET /metrics only: Prometheus text, on a port of its own (INGEST_METRICS_PORT). */
-export function metricsApp(metrics: IngestMetrics): Koa {
+/**
+ * The admin app, on a port of its own (INGEST_METRICS_PORT): GET /metrics (Prometheus text) and
+ * the routes of `extra` (the live view, ingest/live/routes.ts).
+ */
+export function metricsApp(metrics: IngestMetrics, ...extra: Router[]): Koa {
   const app = new Koa();
   const router = new Router();
   router.get("/metrics", async (ctx) => {
@@ -87,5 +100,6 @@ export function metricsApp(metrics: IngestMetrics): Koa {
     ctx.body = await metrics.registry.metrics();
   });
   app.use(router.routes());
+  for (const more of extra) app.use(more.routes()).use(more.allowedMethods());
   return app;
 }

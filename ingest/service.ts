@@ -22,12 +22,21 @@ import { withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { TokenBuckets } from "./ratelimit";
+import { liveRouter } from "./live/routes";
+import { LiveTail } from "./live/tail";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
 
 /** How often the readiness probe asks Kafka for the topic's metadata, ms. */
 const PROBE_INTERVAL_MS = 2_000;
+
+/**
+ * The live tail's bounds (ingest/live/tail.ts): records and bytes kept for /live/recent, records
+ * read back per partition at start and how long to wait for them, ms, and how long it runs after
+ * its last viewer, ms.
+ */
+const LIVE_TAIL = { recent: { records: 10_000, bytes: 16 * 1024 * 1024 }, backfill: 1_000, backfillWaitMs: 10_000, idleMs: 60_000 };
 
 /** A running ingest service. */
 export interface RunningIngest {
@@ -118,7 +127,22 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   server.listen(config.port, config.host);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
-  const metricsServer = createServer(metricsApp(metrics).callback());
+  const tail = new LiveTail({
+    kafka,
+    topics: { accepted: topic, refused: rejectedTopic },
+    clientId: config.kafka.clientId,
+    ...LIVE_TAIL,
+    log,
+  });
+  const live = liveRouter({
+    tail,
+    ...(config.adminToken === undefined ? {} : { adminToken: config.adminToken }),
+    maxViewers: config.liveMaxViewers,
+    workspaces: () => keysOf().map((k) => k.workspaceId),
+    metrics,
+    log,
+  });
+  const metricsServer = createServer(metricsApp(metrics, live).callback());
   metricsServer.listen(config.metricsPort, config.metricsHost);
   await once(metricsServer, "listening");
   const metricsPort = (metricsServer.address() as AddressInfo).port;
@@ -133,6 +157,8 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     clearInterval(probe);
     unwatchKeys();
     await accumulator.drain();
+    await tail.stop();
+    metricsServer.closeAllConnections(); // live streams never end by themselves
     await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
     await Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]);
     log.info("ingest stopped");

@@ -14,9 +14,14 @@ if [[ -z ${WRITE_KEYS:-} ]]; then
   export WRITE_KEYS="dev-key=dev"
   echo "start: WRITE_KEYS is not set; using the local key 'dev-key' for workspace 'dev'"
 fi
+if [[ -z ${ADMIN_TOKEN:-} ]]; then
+  export ADMIN_TOKEN="dev-admin-token-change-me"
+  echo "start: ADMIN_TOKEN is not set; the live view takes the local token '$ADMIN_TOKEN'"
+fi
 INGEST_HOST="${INGEST_HOST:-127.0.0.1}"
 INGEST_PORT="${INGEST_PORT:-3000}"
-export INGEST_HOST INGEST_PORT
+INGEST_METRICS_PORT="${INGEST_METRICS_PORT:-3002}"
+export INGEST_HOST INGEST_PORT INGEST_METRICS_PORT
 
 INGEST_PID=""
 SINK_PID=""
@@ -57,8 +62,9 @@ for _ in $(seq 1 300); do
 done
 curl -fsS "$BASE/readyz" >/dev/null || { echo "start: ingest not ready after 30 s" >&2; exit 1; }
 
-KEY="${WRITE_KEYS%%,*}"
-KEY="${KEY%=*}"
+FIRST="${WRITE_KEYS%%,*}"
+KEY="${FIRST%=*}"
+echo "start: live events on http://${INGEST_METRICS_HOST:-$INGEST_HOST}:$INGEST_METRICS_PORT/live (workspace ${FIRST##*=}, the token in ADMIN_TOKEN)"
 echo "ready: ingest on $BASE, sink writing to ${CLICKHOUSE_DATABASE:-default}.${CLICKHOUSE_TABLE:-events} - try: curl -i $BASE/api/public/apps/identify -u '$KEY:' -H 'Content-Type: application/json' -d '{\"messageId\":\"m-1\",\"userId\":\"u-1\",\"traits\":{\"plan\":\"pro\"}}'"
 
 # Run until a signal, or until either service exits by itself (then stop the rest).

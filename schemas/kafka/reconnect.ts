@@ -91,3 +91,22 @@ export function reconnectOnCrash(
     },
   };
 }
+
+/**
+ * The offsets applied so far, per partition: `take(partition, offset)` is true for a record past
+ * every one taken before on its partition (and records it), false for one already taken. Offsets
+ * are kafkajs's decimal strings; they only grow on a topic that is never deleted (setup creates
+ * each once; compaction removes records, never reuses offsets). A consumer that commits nothing
+ * and runs again reads from its start again: this skips what it already passed on.
+ */
+export class AppliedOffsets {
+  private readonly next = new Map<number, bigint>();
+
+  /** Whether the record at `offset` of `partition` is new; if so, it counts as applied from now on. */
+  take(partition: number, offset: string): boolean {
+    const at = BigInt(offset);
+    if (at < (this.next.get(partition) ?? 0n)) return false;
+    this.next.set(partition, at + 1n);
+    return true;
+  }
+}

@@ -21,7 +21,7 @@ import { parseEntry, type PrivacyList } from "./list";
 import { withAdmin } from "../kafka/client";
 import { withDeadline } from "../runtime/deadline";
 import type { Backoff } from "../runtime/retry";
-import { reconnectOnCrash } from "../kafka/reconnect";
+import { AppliedOffsets, reconnectOnCrash } from "../kafka/reconnect";
 
 /** A running follower. */
 export interface Following {
@@ -92,22 +92,4 @@ export async function followSuppressions(
   }
   log.info({ topic, users: list.size }, "suppressions read");
   return { stop };
-}
-
-/**
- * The offsets applied so far, per partition: `take(partition, offset)` is true for a record past
- * every one taken before on its partition (and records it), false for one already taken. Offsets
- * are kafkajs's decimal strings; they only grow on a topic that is never deleted (the migration
- * creates it once; compaction removes records, never reuses offsets).
- */
-export class AppliedOffsets {
-  private readonly next = new Map<number, bigint>();
-
-  /** Whether the record at `offset` of `partition` is new; if so, it counts as applied from now on. */
-  take(partition: number, offset: string): boolean {
-    const at = BigInt(offset);
-    if (at < (this.next.get(partition) ?? 0n)) return false;
-    this.next.set(partition, at + 1n);
-    return true;
-  }
 }

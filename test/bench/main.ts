@@ -17,7 +17,7 @@ import { clientSql, serverVersion } from "../../schemas/clickhouse/client";
 import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
 import { decodeRow } from "../../sink/decode";
-import { basic, LiveStack } from "../support/harness";
+import { basic, freePort, LiveStack } from "../support/harness";
 import { corpus } from "./corpus";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
@@ -31,6 +31,8 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 /** Extra node flags for ingest and sink (e.g. `--max-old-space-size=96`), space-separated. */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 const auth = { authorization: basic("test-key"), "content-type": "application/json" };
+/** The live view's token for the phase with a viewer (ingest/live/). */
+const VIEWER_TOKEN = `bench-viewer-${randomUUID()}`;
 
 /** Runs autocannon in its own process; the job goes through a temporary file (bodies exceed argv limits). */
 async function load(job: LoadJob): Promise<LoadResult> {
@@ -81,6 +83,9 @@ async function main(): Promise<void> {
     RATE_LIMIT_PER_SECOND: "0",
     LOG_LEVEL: "warn",
     PRODUCE_TIMEOUT_MS: "10000",
+    ADMIN_TOKEN: VIEWER_TOKEN,
+    // A known admin port: at LOG_LEVEL warn the ingest does not log the one it picked.
+    INGEST_METRICS_PORT: String(await freePort()),
   });
   await stack.start([...NODE_ARGS, ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [])]);
   const figures: Record<string, number> = {};
@@ -216,6 +221,47 @@ async function main(): Promise<void> {
     figures.half_rate_p50_ms = half.p50;
     figures.half_rate_p99_ms = half.p99;
 
+    // The batch phase again with one live viewer reading /live/events of the workspace: what the
+    // live view costs the ingest per event, and whether e2e moves beyond the bench's noise.
+    const viewerAdmin = `http://127.0.0.1:${stack.env.INGEST_METRICS_PORT}`;
+    const viewer = await fetch(`${viewerAdmin}/live/events?workspaceId=ws-test`, { headers: { Authorization: `Bearer ${VIEWER_TOKEN}` } });
+    if (viewer.status !== 200) throw new Error(`live view answered ${viewer.status}`);
+    let viewed = 0;
+    const viewerReader = viewer.body!.getReader();
+    const viewing = (async () => {
+      const decoder = new TextDecoder();
+      for (;;) {
+        const chunk = await viewerReader.read().catch(() => ({ done: true as const, value: undefined }));
+        if (chunk.done) return;
+        viewed += decoder.decode(chunk.value, { stream: true }).match(/^event: ?item$/gm)?.length ?? 0;
+      }
+    })();
+    const viewedBefore = viewed;
+    const viewerRowsBefore = await count();
+    const viewerCpuBefore = cpuSnapshot(pids);
+    const viewerStarted = Date.now();
+    const withViewer = await load({
+      url: `${stack.base}/v1/batch`,
+      bodies: batchBodies,
+      headers: auth,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rate: 0,
+    });
+    const viewerElapsed = (Date.now() - viewerStarted) / 1000;
+    const viewerRowsAtEnd = await count();
+    const viewerCpuAfter = cpuSnapshot(pids);
+    await viewerReader.cancel().catch(() => undefined);
+    await viewing;
+    const viewerAccepted = (withViewer.requests - withViewer.non2xx) * BATCH;
+    figures.viewer_batch_events_per_s = viewerAccepted / SECONDS;
+    figures.viewer_e2e_events_per_s = (viewerRowsAtEnd - viewerRowsBefore) / viewerElapsed;
+    figures.viewer_items_per_s = (viewed - viewedBefore) / viewerElapsed;
+    figures.viewer_ingest_cpu_us_per_event = ((viewerCpuAfter.ingest! - viewerCpuBefore.ingest!) * 1e6) / Math.max(1, viewerAccepted);
+    figures.ingest_cpu_us_per_event = (figures.cpu_ingest_s! * 1e6) / Math.max(1, accepted);
+    figures.viewer_batch_non2xx = withViewer.non2xx + withViewer.errors;
+    await landedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
+
     // Single identify endpoint.
     const single = await load({
       url: `${stack.base}/v1/identify`,
@@ -307,6 +353,12 @@ function report(f: Record<string, number>): void {
     ],
     ["  sink catch-up after the load", `${n(f.drain_after_load_s, 1)} s`, `acked rows missing: ${n(f.rows_missing)}`, ""],
     [
+      "Batch endpoint with one live viewer",
+      `${n(f.viewer_batch_events_per_s)} events/s, e2e ${n(f.viewer_e2e_events_per_s)}`,
+      `ingest CPU ${n(f.viewer_ingest_cpu_us_per_event, 1)} µs/event (${n(f.ingest_cpu_us_per_event, 1)} without)`,
+      `viewer got ${n(f.viewer_items_per_s)} items/s`,
+    ],
+    [
       "Accept path alone (sink paused: ingest + Kafka)",
       `${n(f.accept_events_per_s)} events/s`,
       `p50 ${n(f.accept_p50_ms, 1)} ms, p99 ${n(f.accept_p99_ms, 1)} ms`,
@@ -361,6 +413,11 @@ function report(f: Record<string, number>): void {
     "accept_events_per_s",
     "accept_p99_ms",
     "sink_catchup_rows_per_s",
+    "viewer_batch_events_per_s",
+    "viewer_e2e_events_per_s",
+    "viewer_items_per_s",
+    "viewer_ingest_cpu_us_per_event",
+    "ingest_cpu_us_per_event",
   ];
   const json: Record<string, number> = {};
   for (const k of keys) json[k] = Math.round((f[k] ?? Number.NaN) * 10) / 10;

@@ -27,6 +27,11 @@ const KEYS = [
   "accept_events_per_s",
   "accept_p99_ms",
   "sink_catchup_rows_per_s",
+  "viewer_batch_events_per_s",
+  "viewer_e2e_events_per_s",
+  "viewer_items_per_s",
+  "viewer_ingest_cpu_us_per_event",
+  "ingest_cpu_us_per_event",
 ];
 
 test("npm run bench, 2 s phases: every figure reported, nothing acked missing", async () => {

@@ -6,21 +6,17 @@
  * 503 lands once; fetch with keepalive (after its preflight) and navigator.sendBeacon (no
  * preflight, writeKey in the body) both land. test/run.sh installs Chromium on first run.
  */
-import { createReadStream, existsSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { existsSync } from "node:fs";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import Router from "@koa/router";
-import Koa from "koa";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { settingsDocument } from "../../ingest/settings";
 import { basic, LiveStack, waitFor } from "../support/harness";
-import { ROOT } from "../support/paths";
+import { serveShop } from "../support/shop";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const UMD = join(ROOT, "node_modules", "@segment", "analytics-next", "dist", "umd");
 
 const stack = new LiveStack();
 const web = suite("analytics.js in Chromium (live)");
@@ -31,7 +27,7 @@ let siteOrigin = "";
 web.before(async () => {
   assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM} (test/run.sh installs Debian's chromium)`);
   await stack.start();
-  site = await servePage();
+  site = await serveShop();
   siteOrigin = `http://localhost:${(site.address() as AddressInfo).port}`; // another origin than 127.0.0.1:<ingest>
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
 });
@@ -41,26 +37,6 @@ web.after(async () => {
   await new Promise((resolve) => site?.close(resolve));
   await stack.stop();
 });
-
-/** A page on its own origin with the UMD bundle of analytics-next (global `AnalyticsNext`). */
-async function servePage(): Promise<Server> {
-  const app = new Koa();
-  const router = new Router();
-  router.get("/", (ctx) => {
-    ctx.type = "html";
-    ctx.body = `<!doctype html><html><head><title>Shop</title><script src="/umd/index.js"></script></head><body>shop</body></html>`;
-  });
-  router.get("/umd/:file", (ctx) => {
-    const file = join(UMD, ctx.params.file!);
-    if (!/^[\w.-]+\.js$/.test(ctx.params.file!) || !existsSync(file)) return;
-    ctx.type = "application/javascript";
-    ctx.body = createReadStream(file);
-  });
-  app.use(router.routes());
-  const server = createServer(app.callback()).listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  return server;
-}
 
 /** The options analytics.js is loaded with in one mode. */
 interface Mode {

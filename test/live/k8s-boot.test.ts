@@ -41,6 +41,7 @@ const WORKSPACE = "ws-k8s-boot";
 /** Local values of every Secret the manifests reference, by name and key. */
 const TEST_SECRETS: Record<string, Record<string, string>> = {
   "segment-ingest-clickhouse": { CLICKHOUSE_USER: CH_USER, CLICKHOUSE_PASSWORD: CH_PASSWORD },
+  "segment-ingest-admin": { ADMIN_TOKEN: `k8s-boot-${randomUUID()}` },
   "segment-ingest-write-keys": {
     "write-keys": `sha256:${createHash("sha256").update(WRITE_KEY).digest("hex")}=${WORKSPACE}\n`,
   },

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, LiveStack, waitFor } from "../support/harness";
+import { adminPort, basic, LiveStack, waitFor } from "../support/harness";
 import { sinkPort } from "../faults/node/scenarios";
 
 const keysFile = join(mkdtempSync(join(tmpdir(), "keys-")), "write-keys");
@@ -27,16 +27,7 @@ function sample(text: string, name: string, labels = ""): number {
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
 }
 
-/** The ingest's metrics port, from its "ingest listening" log line. */
-function ingestMetricsPort(): Promise<number> {
-  return waitFor("the ingest's metrics port", async () => {
-    const line = stack
-      .ingest!.output()
-      .split("\n")
-      .find((l) => l.includes('"msg":"ingest listening"'));
-    return line === undefined ? undefined : (JSON.parse(line) as { metricsPort: number }).metricsPort;
-  });
-}
+const ingestMetricsPort = () => adminPort(stack.ingest!);
 
 ops("metrics of ingest and sink appear and move after a batch; no ids or keys in them", async () => {
   const sinkMetricsUrl = `http://127.0.0.1:${await sinkPort(stack.sink!)}/metrics`;

@@ -579,7 +579,11 @@ test("production rules hold in the base and in the production overlay, and refus
     ["a value the typed config refuses", (rs) => (cm(rs).SINK_BATCH_WAIT_MS = "1s"), /the sink refuses it: .*batchWaitMs/],
     ["undocumented setting", (rs) => (cm(rs).KAFKA_BROKER = "x:9092"), /KAFKA_BROKER is not a setting documented/],
     ["unknown command", (rs) => (snk(rs).containers[0].args = ["consume"]), /not a command of deploy\/cli.ts/],
-    ["missing Secret", (rs) => (first(rs, "Secret").metadata.name = "renamed"), /Secret\/segment-ingest-\S+ does not exist/],
+    [
+      "missing Secret",
+      (rs) => (rs.find((r) => r.kind === "Secret" && r.metadata.name === "segment-ingest-write-keys")!.metadata.name = "renamed"),
+      /Secret\/segment-ingest-\S+ does not exist/,
+    ],
     ["selector matches nothing", (rs) => (first(rs, "PodDisruptionBudget").spec.selector.matchLabels.x = "y"), /matches no pod/],
   ];
   for (const [what, mutate, expected] of broken) {

@@ -249,6 +249,17 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
 
+/** The ingest's admin port (INGEST_METRICS_PORT 0 picks one), from its "ingest listening" log line. */
+export function adminPort(ingest: Service): Promise<number> {
+  return waitFor("the ingest's admin port", async () => {
+    const line = ingest
+      .output()
+      .split("\n")
+      .find((l) => l.includes('"msg":"ingest listening"'));
+    return line === undefined ? undefined : (JSON.parse(line) as { metricsPort: number }).metricsPort;
+  });
+}
+
 /** `'a','b'` for an IN list of test-made ids (quotes escaped). */
 export function sqlList(values: string[]): string {
   return values.map((v) => `'${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`).join(",");

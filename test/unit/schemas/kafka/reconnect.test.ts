@@ -1,9 +1,10 @@
 /**
  * The reconnect after a kafkajs crash (schemas/kafka/reconnect.ts), with a stand-in for the
- * kafkajs Consumer: only which calls are made is checked.
+ * kafkajs Consumer: only which calls are made is checked; and the offsets already passed on,
+ * skipped when a consumer that commits nothing reads its topic again.
  */
 import pino from "pino";
-import { type CrashableConsumer, reconnectOnCrash } from "../../../../schemas/kafka/reconnect";
+import { AppliedOffsets, type CrashableConsumer, reconnectOnCrash } from "../../../../schemas/kafka/reconnect";
 import { consumerStandIn } from "../../../support/consumer-stand-in";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -82,6 +83,24 @@ test("stop during an attempt: what it connected is disconnected, and nothing beg
   release();
   await settle(20);
   assert.equal(calls, ["connect", "begin", "disconnect"]);
+});
+
+test("AppliedOffsets: a record is new once per partition; a re-read from the start is skipped", () => {
+  const applied = new AppliedOffsets();
+  assert.equal(
+    ["0", "1", "5"].map((o) => applied.take(0, o)),
+    [true, true, true],
+    "compaction leaves gaps: still new",
+  );
+  assert.equal(
+    ["0", "1", "5"].map((o) => applied.take(0, o)),
+    [false, false, false],
+    "read again after a restart",
+  );
+  assert.is(applied.take(0, "6"), true, "past the last one applied");
+  assert.is(applied.take(1, "0"), true, "partitions are counted apart");
+  assert.is(applied.take(0, "9007199254740993"), true, "offsets beyond 2^53 compare exactly");
+  assert.is(applied.take(0, "9007199254740992"), false);
 });
 
 test.run();

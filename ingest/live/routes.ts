@@ -1,0 +1,179 @@
+/**
+ * The live view's routes, on the ingest's admin port only (INGEST_METRICS_PORT; the public port
+ * never serves them):
+ *   GET /live                the page (test/live/live-page.test.ts opens it in Chromium)
+ *   GET /live/events         text/event-stream of one workspace: `item` events (LiveItem JSON),
+ *                            first the recent ones, oldest first, then each as the tail reads it;
+ *                            `dropped` events counting items a slow viewer missed
+ *   GET /live/recent         JSON `{ items: LiveItem[] }`, newest first (receivedAt), at most RECENT_MAX
+ *   GET /live/workspaces     JSON `{ workspaces: string[] }`, those of the configured write keys
+ * Every route but the page needs `Authorization: Bearer <ADMIN_TOKEN>` (401 otherwise; every
+ * request is refused while ADMIN_TOKEN is unset); /live/events and /live/recent need
+ * `workspaceId` (400) and take the filters `type`, `event`, `userId`, `anonymousId`. At most
+ * LIVE_MAX_VIEWERS streams at once per process (503). A viewer whose connection holds more than
+ * VIEWER_BUFFER_BYTES unsent is skipped, not buffered for: its next event says how many it missed.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import Router from "@koa/router";
+import { createSession } from "better-sse";
+import type Koa from "koa";
+import type { Logger } from "pino";
+import type { IngestMetrics } from "../metrics";
+import { liveItem, matches, type LiveFilter } from "./items";
+import { PAGE_HTML, PAGE_SCRIPT } from "./page";
+import type { LiveTail } from "./tail";
+
+/** Items /live/recent returns at most, and what a new viewer is sent first. */
+export const RECENT_MAX = 1_000;
+export const STREAM_BACKLOG = 200;
+
+/** Bytes a viewer's connection may hold unsent before its items are skipped. */
+export const VIEWER_BUFFER_BYTES = 1024 * 1024;
+
+/** What the live routes need. */
+export interface LiveDeps {
+  /** The tail (or, in unit tests, anything with its three members). */
+  tail: Pick<LiveTail, "acquire" | "subscribe" | "recent">;
+  /** ADMIN_TOKEN; unset refuses every request. */
+  adminToken?: string;
+  /** Streams open at once in this process (LIVE_MAX_VIEWERS). */
+  maxViewers: number;
+  /** The workspaces of the configured write keys. */
+  workspaces: () => string[];
+  metrics: IngestMetrics;
+  log: Logger;
+}
+
+/** The routes above, on a router for the admin app. */
+export function liveRouter(deps: LiveDeps): Router {
+  const router = new Router();
+  let viewers = 0;
+  const token = deps.adminToken === undefined ? undefined : digest(deps.adminToken);
+
+  const authorized = (ctx: Koa.Context): boolean => {
+    const given = /^Bearer (.+)$/.exec(ctx.get("Authorization"))?.[1];
+    if (token !== undefined && given !== undefined && timingSafeEqual(digest(given), token)) return true;
+    ctx.status = 401;
+    ctx.set("WWW-Authenticate", 'Bearer realm="live"');
+    ctx.body = {
+      error: "unauthorized",
+      message: token === undefined ? "the live view is off: set ADMIN_TOKEN" : "send Authorization: Bearer <ADMIN_TOKEN>",
+    };
+    return false;
+  };
+
+  router.get("/live", (ctx) => {
+    ctx.type = "text/html; charset=utf-8";
+    ctx.set(
+      "Content-Security-Policy",
+      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+    );
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = PAGE_HTML;
+  });
+  router.get("/live/page.js", (ctx) => {
+    ctx.type = "text/javascript; charset=utf-8";
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = PAGE_SCRIPT;
+  });
+
+  router.get("/live/workspaces", (ctx) => {
+    if (!authorized(ctx)) return;
+    ctx.body = { workspaces: [...new Set(deps.workspaces())].sort() };
+  });
+
+  router.get("/live/recent", async (ctx) => {
+    if (!authorized(ctx)) return;
+    const filter = filterOf(ctx);
+    if (filter === undefined) return;
+    const limit = Math.min(RECENT_MAX, Math.max(1, Number.parseInt(String(ctx.query.limit ?? "100"), 10) || 100));
+    const release = await deps.tail.acquire();
+    try {
+      // Newest first by arrival at the ingest: the tail reads partitions in no common order.
+      const items = deps.tail.recent.newest(filter, limit).flatMap((r) => liveItem(r) ?? []);
+      ctx.body = { items: items.sort((a, b) => (a.receivedAt < b.receivedAt ? 1 : a.receivedAt > b.receivedAt ? -1 : 0)) };
+    } finally {
+      release();
+    }
+  });
+
+  router.get("/live/events", async (ctx) => {
+    if (!authorized(ctx)) return;
+    const filter = filterOf(ctx);
+    if (filter === undefined) return;
+    if (viewers >= deps.maxViewers) {
+      ctx.status = 503;
+      ctx.set("Retry-After", "5");
+      ctx.body = { error: "too_many_viewers", message: `at most ${deps.maxViewers} live viewers per process (LIVE_MAX_VIEWERS)` };
+      return;
+    }
+    viewers++;
+    deps.metrics.liveViewers.set(viewers);
+    let release: () => void = () => undefined;
+    try {
+      release = await deps.tail.acquire();
+    } catch (error) {
+      viewers--;
+      deps.metrics.liveViewers.set(viewers);
+      throw error;
+    }
+    ctx.respond = false;
+    ctx.req.socket.setTimeout(0);
+    const session = await createSession(ctx.req, ctx.res, { statusCode: 200, keepAlive: 15_000, retry: 2_000, trustClientEventId: false });
+    let dropped = 0;
+    const send = (item: unknown, id: string) => {
+      if (!session.isConnected) return;
+      if (ctx.res.writableLength > VIEWER_BUFFER_BYTES) {
+        dropped++;
+        deps.metrics.liveDropped.inc();
+        return;
+      }
+      if (dropped > 0) {
+        session.push({ dropped }, "dropped");
+        dropped = 0;
+      }
+      session.push(item, "item", id);
+    };
+    for (const record of deps.tail.recent.newest(filter, STREAM_BACKLOG).reverse()) {
+      const item = liveItem(record);
+      if (item) send(item, record.id);
+    }
+    const unsubscribe = deps.tail.subscribe((record) => {
+      if (!matches(record, filter)) return;
+      const item = liveItem(record);
+      if (item) send(item, record.id);
+    });
+    session.once("disconnected", () => {
+      unsubscribe();
+      release();
+      viewers--;
+      deps.metrics.liveViewers.set(viewers);
+    });
+  });
+  return router;
+}
+
+/** The filter of a request; answers 400 and returns undefined without a workspaceId. */
+function filterOf(ctx: Koa.Context): LiveFilter | undefined {
+  const one = (name: string): string | undefined => {
+    const value = ctx.query[name];
+    const text = Array.isArray(value) ? value[0] : value;
+    return text === undefined || text === "" ? undefined : text;
+  };
+  const workspaceId = one("workspaceId");
+  if (workspaceId === undefined) {
+    ctx.status = 400;
+    ctx.body = { error: "invalid_request", message: "workspaceId is required", fields: ["workspaceId"] };
+    return undefined;
+  }
+  const filter: LiveFilter = { workspaceId };
+  for (const name of ["type", "event", "userId", "anonymousId"] as const) {
+    const value = one(name);
+    if (value !== undefined) filter[name] = value;
+  }
+  return filter;
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}

@@ -1,0 +1,64 @@
+/** What the live view makes of a record (ingest/live/items.ts): the item shown, and the filters. */
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { liveItem, matches, recordWorkspace } from "../../../../ingest/live/items";
+import { acceptedRecord, refusedRecord } from "../../../support/live-records";
+
+const track = {
+  type: "track",
+  messageId: "m-1",
+  userId: "u1",
+  event: "Signed Up",
+  properties: { plan: "pro" },
+  context: { library: { name: "analytics.js", version: "1.84.3" } },
+};
+
+test("an accepted record: its ids, event, library and the whole row with its JSON columns parsed", () => {
+  const item = liveItem(acceptedRecord("ws1", track))!;
+  assert.is(item.status, "accepted");
+  assert.is(item.messageId, "m-1");
+  assert.is(item.type, "track");
+  assert.is(item.event, "Signed Up");
+  assert.is(item.userId, "u1");
+  assert.equal(item.library, { name: "analytics.js", version: "1.84.3" });
+  const message = item.message as { properties: unknown; workspace_id: string };
+  assert.equal(message.properties, { plan: "pro" });
+  assert.is(message.workspace_id, "ws1");
+});
+
+test("a page's name stands in for the event", () => {
+  const item = liveItem(acceptedRecord("ws1", { type: "page", messageId: "p-1", anonymousId: "a1", name: "Pricing" }))!;
+  assert.is(item.event, "Pricing");
+  assert.is(item.anonymousId, "a1");
+});
+
+test("a refused record: its reasons, the item as sent (without the writeKey), its ids when it had them", () => {
+  const record = refusedRecord("ws1", { type: "track", messageId: "b-2", userId: "u1", event: 42, writeKey: "secret-key" }, [
+    "batch[1].event: string",
+  ]);
+  const item = liveItem(record)!;
+  assert.is(item.status, "refused");
+  assert.is(item.messageId, "b-2");
+  assert.equal(item.reasons, ["batch[1].event: string"]);
+  assert.is(item.userId, "u1");
+  assert.not.match(JSON.stringify(item), "secret-key");
+});
+
+test("the workspace is read from the record; a value that is not ours has none", () => {
+  assert.is(recordWorkspace("accepted", acceptedRecord("ws9", track).value), "ws9");
+  assert.is(recordWorkspace("accepted", Buffer.from("not json")), undefined);
+  assert.is(recordWorkspace("refused", Buffer.from("{}")), undefined);
+  assert.is(liveItem({ kind: "refused", workspaceId: "ws1", value: Buffer.from("[1"), id: "x" }), undefined);
+});
+
+test("filters: the workspace always, then type, event, userId and anonymousId exactly", () => {
+  const record = acceptedRecord("ws1", track);
+  assert.ok(matches(record, { workspaceId: "ws1" }));
+  assert.not.ok(matches(record, { workspaceId: "ws2" }), "another workspace never");
+  assert.ok(matches(record, { workspaceId: "ws1", type: "track", event: "Signed Up", userId: "u1" }));
+  assert.not.ok(matches(record, { workspaceId: "ws1", type: "page" }));
+  assert.not.ok(matches(record, { workspaceId: "ws1", event: "Signed" }), "no prefix match");
+  assert.not.ok(matches(record, { workspaceId: "ws1", anonymousId: "u1" }));
+});
+
+test.run();
