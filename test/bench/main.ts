@@ -19,6 +19,7 @@ import type { EventRow } from "../../schemas/row";
 import { decodeRow } from "../../sink/decode";
 import { basic, freePort, LiveStack } from "../support/harness";
 import { corpus } from "./corpus";
+import { FIGURE_KEYS } from "./figures";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
 import type { LoadJob, LoadResult } from "./load";
@@ -86,6 +87,15 @@ async function main(): Promise<void> {
     ADMIN_TOKEN: VIEWER_TOKEN,
     // A known admin port: at LOG_LEVEL warn the ingest does not log the one it picked.
     INGEST_METRICS_PORT: String(await freePort()),
+  });
+  /** The batch endpoint's load at `rate` requests/s (0: as fast as it answers). */
+  const batchJob = (rate: number): LoadJob => ({
+    url: `${stack.base}/v1/batch`,
+    bodies: batchBodies,
+    headers: auth,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    rate,
   });
   await stack.start([...NODE_ARGS, ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [])]);
   const figures: Record<string, number> = {};
@@ -171,14 +181,7 @@ async function main(): Promise<void> {
     const pids = { ingest: stack.ingest!.child.pid, sink: stack.sink!.child.pid, ...stackPids() };
     const cpuBefore = cpuSnapshot(pids);
     const started = Date.now();
-    const batch = await load({
-      url: `${stack.base}/v1/batch`,
-      bodies: batchBodies,
-      headers: auth,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      rate: 0,
-    });
+    const batch = await load(batchJob(0));
     const rowsAtEnd = await count();
     const elapsed = (Date.now() - started) / 1000;
     const cpuAfter = cpuSnapshot(pids);
@@ -209,14 +212,7 @@ async function main(): Promise<void> {
     figures.batch_non2xx = batch.non2xx + batch.errors;
 
     // Half of the maximum rate, paced evenly: latency when not saturated.
-    const half = await load({
-      url: `${stack.base}/v1/batch`,
-      bodies: batchBodies,
-      headers: auth,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      rate: Math.max(1, Math.floor(batch.reqPerSec / 2)),
-    });
+    const half = await load(batchJob(Math.max(1, Math.floor(batch.reqPerSec / 2))));
     figures.half_rate_events_per_s = ((half.requests - half.non2xx) / SECONDS) * BATCH;
     figures.half_rate_p50_ms = half.p50;
     figures.half_rate_p99_ms = half.p99;
@@ -240,14 +236,7 @@ async function main(): Promise<void> {
     const viewerRowsBefore = await count();
     const viewerCpuBefore = cpuSnapshot(pids);
     const viewerStarted = Date.now();
-    const withViewer = await load({
-      url: `${stack.base}/v1/batch`,
-      bodies: batchBodies,
-      headers: auth,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      rate: 0,
-    });
+    const withViewer = await load(batchJob(0));
     const viewerElapsed = (Date.now() - viewerStarted) / 1000;
     const viewerRowsAtEnd = await count();
     const viewerCpuAfter = cpuSnapshot(pids);
@@ -292,14 +281,7 @@ async function main(): Promise<void> {
     process.kill(sinkPid, "SIGSTOP");
     let acceptPhase: LoadResult;
     try {
-      acceptPhase = await load({
-        url: `${stack.base}/v1/batch`,
-        bodies: batchBodies,
-        headers: auth,
-        connections: CONNECTIONS,
-        seconds: SECONDS,
-        rate: 0,
-      });
+      acceptPhase = await load(batchJob(0));
     } finally {
       process.kill(sinkPid, "SIGCONT");
     }
@@ -396,31 +378,8 @@ function report(f: Record<string, number>): void {
   cpuTable("CPU during the accept-path phase", "accept_cpu_", f.accept_events_per_s);
   const catchUp = ["sink", "kafka", "clickhouse"].map((p) => `${p} ${n(f[`catchup_cpu_${p}_us_per_row`], 1)} µs`).join(", ");
   process.stdout.write(`CPU per row while the sink inserted the accept phase's backlog alone: ${catchUp}\n\n`);
-  const keys = [
-    "e2e_events_per_s",
-    "batch_events_per_s",
-    "batch_p50_ms",
-    "batch_p99_ms",
-    "single_req_per_s",
-    "single_p99_ms",
-    "queryable_p50_ms",
-    "queryable_p99_ms",
-    "ingest_rss_mb",
-    "sink_rss_mb",
-    "http_ceiling_events_per_s",
-    "kafka_ceiling_msgs_per_s",
-    "clickhouse_ceiling_rows_per_s",
-    "accept_events_per_s",
-    "accept_p99_ms",
-    "sink_catchup_rows_per_s",
-    "viewer_batch_events_per_s",
-    "viewer_e2e_events_per_s",
-    "viewer_items_per_s",
-    "viewer_ingest_cpu_us_per_event",
-    "ingest_cpu_us_per_event",
-  ];
   const json: Record<string, number> = {};
-  for (const k of keys) json[k] = Math.round((f[k] ?? Number.NaN) * 10) / 10;
+  for (const k of FIGURE_KEYS) json[k] = Math.round((f[k] ?? Number.NaN) * 10) / 10;
   process.stdout.write(JSON.stringify(json) + "\n");
 }
 

@@ -8,8 +8,7 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { oldestDeadLetterTime, replayGroupId } from "../../sink/dlq-progress";
-import { LiveStack, waitFor } from "../support/harness";
-import { sinkPort } from "../faults/node/scenarios";
+import { LiveStack, sinkPort, waitFor } from "../support/harness";
 
 const stack = new LiveStack();
 const dlq = suite("dlq replay and age (live)");

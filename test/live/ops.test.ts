@@ -9,8 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { adminPort, basic, LiveStack, waitFor } from "../support/harness";
-import { sinkPort } from "../faults/node/scenarios";
+import { adminPort, basic, LiveStack, sinkPort, waitFor } from "../support/harness";
 
 const keysFile = join(mkdtempSync(join(tmpdir(), "keys-")), "write-keys");
 const stack = new LiveStack({ WRITE_KEYS_FILE: keysFile });

@@ -249,16 +249,22 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
 
-/** The ingest's admin port (INGEST_METRICS_PORT 0 picks one), from its "ingest listening" log line. */
-export function adminPort(ingest: Service): Promise<number> {
-  return waitFor("the ingest's admin port", async () => {
-    const line = ingest
+/** A number field of the first log line of `service` with message `msg`, waited for (waitFor). */
+function loggedNumber(service: Service, msg: string, field: string): Promise<number> {
+  return waitFor(`${field} of "${msg}"`, async () => {
+    const line = service
       .output()
       .split("\n")
-      .find((l) => l.includes('"msg":"ingest listening"'));
-    return line === undefined ? undefined : (JSON.parse(line) as { metricsPort: number }).metricsPort;
+      .find((l) => l.includes(`"msg":${JSON.stringify(msg)}`));
+    return line === undefined ? undefined : (JSON.parse(line) as Record<string, number>)[field];
   });
 }
+
+/** The ingest's admin port (INGEST_METRICS_PORT 0 picks one), from its "ingest listening" log line. */
+export const adminPort = (ingest: Service): Promise<number> => loggedNumber(ingest, "ingest listening", "metricsPort");
+
+/** The port a spawned sink's HTTP server listens on, from its "sink consuming" log line. */
+export const sinkPort = (sink: Service): Promise<number> => loggedNumber(sink, "sink consuming", "port");
 
 /** `'a','b'` for an IN list of test-made ids (quotes escaped). */
 export function sqlList(values: string[]): string {

@@ -7,7 +7,7 @@ import { once } from "node:events";
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import * as assert from "uvu/assert";
-import { waitFor, type LiveStack, type Service } from "../../support/harness";
+import { waitFor, type LiveStack } from "../../support/harness";
 import type { Traffic, TrafficFigures } from "./traffic";
 import { ROOT } from "../../support/paths";
 
@@ -33,17 +33,6 @@ export async function server(name: "kafka" | "clickhouse", action: "start" | "st
 
 /** Milliseconds to wait. */
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The port a spawned sink's HTTP server listens on (from its "sink consuming" log line). */
-export function sinkPort(sink: Service): Promise<number> {
-  return waitFor("the sink's HTTP port", async () => {
-    const line = sink
-      .output()
-      .split("\n")
-      .find((l) => l.includes('"msg":"sink consuming"'));
-    return line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
-  });
-}
 
 /** GET a sink's /readyz status code. */
 export async function sinkReady(port: number): Promise<number> {
