@@ -25,6 +25,7 @@ import { runPrivacyRequest } from "./commands/privacy";
 import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/dlq-progress";
 import { runSetup } from "./setup/main";
+import { catalogText, readCatalog } from "./commands/catalog";
 
 const log = pino({ name: "cli" });
 
@@ -42,7 +43,8 @@ const USAGE = `usage: cli <command>
                                  remove the user's rows (and of their linked anonymousIds) everywhere;
                                  --suppress also drops their later events (answered 2xx, not stored)
   users suppress <workspaceId> <userId> [--by <who>]     drop later events of the user, keep stored ones
-  users unsuppress <workspaceId> <userId> [--by <who>]   store the user's events again`;
+  users unsuppress <workspaceId> <userId> [--by <who>]   store the user's events again
+  catalog [workspaceId] [--json] the events and property keys that arrived, with types, counts, first/last seen`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -66,6 +68,8 @@ export async function cli(args: string[]): Promise<number> {
       return retention();
     case "users":
       return users(args.slice(1));
+    case "catalog":
+      return catalog(args.slice(1));
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
@@ -106,6 +110,24 @@ async function retention(): Promise<number> {
   try {
     const dropped = await dropExpiredPartitions(clientSql(client), config, new Date().toISOString().slice(0, 10));
     log.info({ dropped, retentionDays: config.retentionDays, table: `${config.database}.${config.table}` }, "retention applied");
+    return 0;
+  } finally {
+    await client.close();
+  }
+}
+
+async function catalog(args: string[]): Promise<number> {
+  const json = args.includes("--json");
+  const [workspaceId, ...rest] = args.filter((a) => a !== "--json");
+  if (rest.length > 0 || workspaceId?.startsWith("-")) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const config = setupConfig(process.env).clickhouse;
+  const client = createClickHouse(config);
+  try {
+    const found = await readCatalog(clientSql(client), config.database, workspaceId);
+    process.stdout.write(json ? `${JSON.stringify(found)}\n` : catalogText(found));
     return 0;
   } finally {
     await client.close();

@@ -28,7 +28,7 @@ import {
 import { settingsDocument, publicAddress } from "./settings";
 import { InflightBudget, type Lease } from "./budget";
 import { type Route, routeTable, type Sorted } from "./routes";
-import { type Receipt, buildRecords, buildRejected } from "./envelope";
+import { type ContextPolicy, type Receipt, buildRecords, buildRejected, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
@@ -72,6 +72,8 @@ export interface AppDeps {
   privacy?: PrivacyList;
   /** Each request logs through a child with its request id; never a writeKey or a body at info. */
   log: Logger;
+  /** Enrichment and IP_ANONYMIZE (ingest/enrich.ts); absent: neither. */
+  contextPolicy?: ContextPolicy;
 }
 
 /** Request limits; defaults are Segment's. */
@@ -166,7 +168,7 @@ export function createApp(deps: AppDeps): Koa {
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
-      const { records, refusals } = toRecords(kept, receipt, limits);
+      const { records, refusals } = toRecords(kept, receipt, limits, deps.contextPolicy ?? PLAIN_CONTEXT);
       // Refused items are stored too, so they count against the workspace's rate like messages.
       if (records.length + refusals.length > 0) {
         const allowed = deps.rateLimit.take(auth.workspaceId, records.length + refusals.length, performance.now());
@@ -238,11 +240,16 @@ function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyLis
 }
 
 /** The records of the accepted messages and of the refused items; 413 for a message over the limit. */
-function toRecords(sorted: Sorted, receipt: Receipt, limits: Limits): { records: EventRecord[]; refusals: EventRecord[] } {
-  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes);
+function toRecords(
+  sorted: Sorted,
+  receipt: Receipt,
+  limits: Limits,
+  policy: ContextPolicy,
+): { records: EventRecord[]; refusals: EventRecord[] } {
+  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy);
   if (!built.ok) throw messageTooLarge(built.index, built.bytes, limits.maxMessageBytes);
   const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
-  return { records: built.records, refusals: buildRejected(refused, receipt, limits.maxMessageBytes) };
+  return { records: built.records, refusals: buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp) };
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

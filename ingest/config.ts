@@ -1,6 +1,6 @@
 /** Settings of the ingest service, read from the environment once at start (schemas/config.ts). */
 import typia, { tags } from "typia";
-import { Env, KafkaConfig, LogLevel, Name, Port, Positive, int, kafkaConfig, list } from "../schemas/config";
+import { Env, KafkaConfig, LogLevel, Name, Port, Positive, bool, int, kafkaConfig, list } from "../schemas/config";
 import { WriteKeyEntry, parseWriteKeys } from "./keys";
 
 /** Settings of the ingest service. */
@@ -84,6 +84,16 @@ export interface IngestConfig {
   adminToken?: string & tags.MinLength<16>;
   /** Live view streams open at once per process (env LIVE_MAX_VIEWERS). */
   liveMaxViewers: Positive & tags.Maximum<1000>;
+  /**
+   * Store context.ip with its host part zeroed (IPv4's last octet, IPv6's last 80 bits), in events
+   * and refused items; the country is looked up first (env IP_ANONYMIZE: true/false, default false).
+   */
+  ipAnonymize: boolean;
+  /**
+   * An MMDB country database to read instead of the bundled DB-IP Lite one, or `off` for no
+   * country column (env GEOIP_DATABASE). Records of `{country_code}` or MaxMind's `{country: {iso_code}}`.
+   */
+  geoipDatabase?: Name;
   kafka: KafkaConfig;
 }
 
@@ -126,6 +136,8 @@ export function ingestConfig(env: Env): IngestConfig {
     retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
     ...(env.ADMIN_TOKEN ? { adminToken: env.ADMIN_TOKEN } : {}),
     liveMaxViewers: int(env.LIVE_MAX_VIEWERS, 8),
+    ipAnonymize: bool(env.IP_ANONYMIZE, "IP_ANONYMIZE"),
+    ...(env.GEOIP_DATABASE ? { geoipDatabase: env.GEOIP_DATABASE } : {}),
     kafka: kafkaConfig(env),
   });
   const contradiction = ingestContradiction(config);

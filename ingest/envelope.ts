@@ -18,6 +18,7 @@ import { createHash } from "node:crypto";
 import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
 import { STORABLE_TIME_END_MS, type JsonObject, type Message } from "../schemas/messages";
 import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../schemas/row";
+import { anonymizeIp, type Enricher } from "./enrich";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -36,6 +37,20 @@ export interface BatchDefaults {
   fields?: Readonly<Record<string, unknown>>;
 }
 
+/** What the ingest does with each stored context, set once per process. */
+export interface ContextPolicy {
+  /** Derives the enrichment columns (ingest/enrich.ts); absent: every row gets the defaults. */
+  enricher?: Enricher;
+  /**
+   * IP_ANONYMIZE: context.ip is stored with its host part zeroed (anonymizeIp), in events and in
+   * refused items; a value that is not an address is not stored. The country is looked up first.
+   */
+  anonymizeIp: boolean;
+}
+
+/** No enrichment, addresses kept as sent. */
+export const PLAIN_CONTEXT: ContextPolicy = { anonymizeIp: false };
+
 /** The records, or the first message over the size limit. */
 export type BuildResult = { ok: true; records: EventRecord[] } | { ok: false; index: number; bytes: number };
 
@@ -50,13 +65,14 @@ export function buildRecords(
   defaults: BatchDefaults,
   receipt: Receipt,
   maxMessageBytes: number,
+  policy: ContextPolicy = PLAIN_CONTEXT,
 ): BuildResult {
   const records: EventRecord[] = [];
   // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
   const measureOver = Math.floor(maxMessageBytes / 3);
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
-    const row = messageRow(message, stamp(message, defaults, receipt));
+    const row = messageRow(message, stamp(message, defaults, receipt, policy));
     const value = JSON.stringify(row);
     if (value.length > measureOver) {
       const bytes = rowBytes(row);
@@ -72,7 +88,7 @@ function rowBytes(row: EventRow): number {
   let bytes = 0;
   for (const column of EVENT_ROW_COLUMNS) {
     const value = row[column];
-    if (value !== null) bytes += Buffer.byteLength(value, "utf8");
+    if (typeof value === "string") bytes += Buffer.byteLength(value, "utf8");
   }
   return bytes;
 }
@@ -93,9 +109,11 @@ const MAX_REASON_CHARS = 200;
  * `maxRawBytes`, else cut (and a reason says so); reasons are capped too, so one record stays
  * within maxRawBytes + about 5 KB, under the broker's limit. Pure.
  */
-export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number): EventRecord[] {
+export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number, anonymize = false): EventRecord[] {
   return refusals.map(({ item, reasons }) => {
-    const fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
+    let fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
+    if (anonymize && fields !== undefined && isObject(fields.context) && fields.context.ip !== undefined)
+      fields = { ...fields, context: withAnonymizedIp(fields.context) };
     const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
     const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
     let raw = whole;
@@ -144,7 +162,7 @@ export function inClientTimeWindow(timeMs: number, receivedMs: number): boolean 
  * arrived); its text stays in `extra`, and the stored timestamp is its skew correction when that
  * lies in the window (a wrong clock that sent sentAt too), else receivedAt.
  */
-export function stamp(message: Message, defaults: BatchDefaults, receipt: Receipt): RowStamp {
+export function stamp(message: Message, defaults: BatchDefaults, receipt: Receipt, policy: ContextPolicy = PLAIN_CONTEXT): RowStamp {
   const { sentAt: ownSentAt, originalTimestamp: rudderTime } = message as Message & {
     sentAt?: string | null;
     originalTimestamp?: string | null;
@@ -170,6 +188,8 @@ export function stamp(message: Message, defaults: BatchDefaults, receipt: Receip
     context = { ...defaults.context, ...message.context };
     if (context.ip === undefined && receipt.clientIp !== undefined) context.ip = receipt.clientIp;
   }
+  const enrichment = policy.enricher?.of(context);
+  if (policy.anonymizeIp && context != null && context.ip !== undefined) context = withAnonymizedIp(context);
   return {
     workspaceId: receipt.workspaceId,
     receivedAt: receipt.receivedAt,
@@ -179,7 +199,19 @@ export function stamp(message: Message, defaults: BatchDefaults, receipt: Receip
     context,
     ...(clientTimeInExtra ? { clientTimeInExtra } : {}),
     ...(defaults.fields === undefined ? {} : { batchFields: defaults.fields }),
+    ...(enrichment === undefined ? {} : { enrichment }),
   };
+}
+
+/** A copy of a context with its ip anonymized (anonymizeIp), or without it when it is not an address. */
+function withAnonymizedIp<T extends Record<string, unknown>>(context: T): T {
+  const { ip, ...rest } = context;
+  const kept = typeof ip === "string" ? anonymizeIp(ip) : undefined;
+  return (kept === undefined ? rest : { ...rest, ip: kept }) as T;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
 import { createApp } from "./app";
+import { Enricher, defaultCountryDbPath, openCountryDb } from "./enrich";
 import { WriteKeys } from "./auth";
 import { readKeys, watchKeysFile } from "./keys";
 import { ingestMetrics, metricsApp } from "./metrics";
@@ -113,6 +114,10 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     openapi: openapiDocument(VERSION),
     metrics,
     log,
+    contextPolicy: {
+      enricher: new Enricher(openCountryDb(config.geoipDatabase ?? defaultCountryDbPath())),
+      anonymizeIp: config.ipAnonymize,
+    },
   });
   // Slow clients (headers or body trickled) are cut off by these timeouts, checked every second.
   const server = createServer(

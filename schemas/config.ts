@@ -119,3 +119,14 @@ export function int(text: string | undefined, fallback: number): number {
   if (trimmed === "-1") return -1;
   return /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN;
 }
+
+/**
+ * A yes/no setting: true for `true`/`1`, false for `false`/`0` or unset/blank. Throws naming the
+ * variable on any other text (a typo must not silently keep the default).
+ */
+export function bool(text: string | undefined, name: string): boolean {
+  const trimmed = (text ?? "").trim().toLowerCase();
+  if (trimmed === "" || trimmed === "false" || trimmed === "0") return false;
+  if (trimmed === "true" || trimmed === "1") return true;
+  throw new Error(`${name} must be true or false, not ${JSON.stringify(text)}`);
+}

@@ -1,5 +1,7 @@
 import type { Envelope } from "./envelope";
 import type { Message } from "./messages";
+import { catalogKeys } from "./catalog-keys";
+import { ENRICHMENT_COLUMNS, NO_ENRICHMENT, type Enrichment } from "./enrichment";
 
 /**
  * One row of the ClickHouse `events` table, as the sink inserts it (JSONEachRow). Column names
@@ -7,7 +9,7 @@ import type { Message } from "./messages";
  * server with `date_time_input_format=best_effort` (DateTime64(3) on current ClickHouse, whole
  * seconds on 18.16).
  */
-export interface EventRow {
+export interface EventRow extends Enrichment {
   workspace_id: string;
   message_id: string;
   type: string;
@@ -39,6 +41,8 @@ export interface EventRow {
   context: string;
   /** JSON text of every other top-level field the client sent (integrations, channel, ...). */
   extra: string;
+  /** `<source>:<type>:<key>` for each top-level key of properties, traits and context (schemas/catalog-keys.ts). */
+  catalog_keys: string[];
 }
 
 /** One row of the ClickHouse `rejected_messages` table (see RejectedEnvelope). */
@@ -72,6 +76,8 @@ export const EVENT_ROW_COLUMNS = [
   "traits",
   "context",
   "extra",
+  ...ENRICHMENT_COLUMNS,
+  "catalog_keys",
 ] as const satisfies readonly (keyof EventRow)[];
 
 /** Every column the sink writes to `rejected_messages`. */
@@ -156,6 +162,8 @@ export interface RowStamp {
   clientTimeInExtra?: boolean;
   /** The batch body's other fields (`integrations`, ...), kept in each item's `extra`; absent: none. */
   batchFields?: Readonly<Record<string, unknown>>;
+  /** What the ingest derived from the context (ingest/enrich.ts); absent: the defaults ('' and 0, device_type other). */
+  enrichment?: Enrichment;
 }
 
 /** The row of a format-1 envelope (the sink's path for records of an earlier ingest). Pure. */
@@ -197,6 +205,8 @@ export function messageRow(m: Message, stamp: RowStamp): EventRow {
     traits: jsonText("traits" in m ? m.traits : undefined),
     context: jsonText(stamp.context),
     extra: extraText(m, stamp.clientTimeInExtra === true, stamp.batchFields),
+    ...(stamp.enrichment ?? NO_ENRICHMENT),
+    catalog_keys: catalogKeys("properties" in m ? m.properties : undefined, "traits" in m ? m.traits : undefined, stamp.context),
   };
 }
 

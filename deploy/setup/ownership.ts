@@ -18,6 +18,13 @@
  * still ours and get replaced by the current definition.
  */
 import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "../../schemas/clickhouse/analyst";
+import {
+  CATALOG_SORTING_KEYS,
+  EVENT_CATALOG_MV,
+  EVENT_CATALOG_TABLE,
+  PROPERTY_CATALOG_MV,
+  PROPERTY_CATALOG_TABLE,
+} from "../../schemas/clickhouse/catalog";
 import { MIGRATIONS_TABLE, PRIVACY_TABLE, REJECTED_TABLE, reservedTableNames } from "../../schemas/clickhouse/tables";
 import { EVENTS_SORTING_KEY } from "../../schemas/clickhouse/events";
 import { quoteString, storageName } from "../../schemas/clickhouse/sql";
@@ -61,7 +68,13 @@ export function clusterObjectNames(table: string, cluster: string): string[] {
 export function classifyExisting(rows: readonly TableRow[], database: string, table: string, cluster?: string): Ownership {
   const views = new Set(viewNames());
   const reserved = new Set(cluster === undefined ? reservedTableNames() : clusterObjectNames(table, cluster));
-  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, table];
+  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, EVENT_CATALOG_TABLE, PROPERTY_CATALOG_TABLE, table];
+  const feedTargets: Record<string, string> = {
+    [USERS_MV]: USERS_TABLE,
+    [IDENTITIES_MV]: IDENTITIES_TABLE,
+    [EVENT_CATALOG_MV]: EVENT_CATALOG_TABLE,
+    [PROPERTY_CATALOG_MV]: PROPERTY_CATALOG_TABLE,
+  };
   const local = (name: string) => storageName(name, cluster);
   const ours = new Set<string>();
   const conflicts: string[] = [];
@@ -90,10 +103,11 @@ export function classifyExisting(rows: readonly TableRow[], database: string, ta
       usersIsView = finalView;
       mine = finalView || (engine === "AggregatingMergeTree" && key === "workspace_id,user_id");
     } else if (name === IDENTITIES_TABLE) mine = engine === "AggregatingMergeTree" && key === "workspace_id,anonymous_id,user_id";
-    else if (name === USERS_MV || name === IDENTITIES_MV) {
-      const target = name === USERS_MV ? USERS_TABLE : IDENTITIES_TABLE;
-      mine = engine === "MaterializedView" && feedsFrom(row.create_table_query, database, local(table), local(target));
-    } else if (name === REJECTED_TABLE) mine = engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
+    else if (name === EVENT_CATALOG_TABLE || name === PROPERTY_CATALOG_TABLE)
+      mine = engine === "AggregatingMergeTree" && key === CATALOG_SORTING_KEYS[name];
+    else if (feedTargets[name] !== undefined)
+      mine = engine === "MaterializedView" && feedsFrom(row.create_table_query, database, local(table), local(feedTargets[name]));
+    else if (name === REJECTED_TABLE) mine = engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
     else if (name === table) mine = engine === "ReplacingMergeTree" && key === EVENTS_SORTING_KEY;
     else if (name === PRIVACY_TABLE) mine = engine === "MergeTree" && key === "workspace_id,requested_at,request_id";
     else mine = name === MIGRATIONS_TABLE && engine === "MergeTree" && key === "step";

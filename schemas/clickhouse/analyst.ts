@@ -4,6 +4,7 @@
  * `events`, with aggregates that give the same answer when a retry is counted twice (argMax, min,
  * max, uniq).
  */
+import { ENRICHMENT_COLUMNS } from "../enrichment";
 import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, epoch, jsonString, onCluster, quoteIdent, storageName } from "./sql";
 
 /** Names of the analyst views, by message type. */
@@ -38,6 +39,7 @@ function commonColumns(d: Dialect): string[] {
     `${jsonString(d, "context", "userAgent")} AS context_user_agent`,
     `${jsonString(d, "context", "library", "name")} AS context_library_name`,
     `${jsonString(d, "context", "library", "version")} AS context_library_version`,
+    ...ENRICHMENT_COLUMNS,
     "context",
   ];
 }
@@ -172,8 +174,9 @@ GROUP BY workspace_id, anonymous_id, user_id`;
 
 /** What feeds one aggregate table: its name, its materialized view, and the shared SELECT. */
 export interface Feed {
-  table: typeof USERS_TABLE | typeof IDENTITIES_TABLE;
-  view: typeof USERS_MV | typeof IDENTITIES_MV;
+  /** users, identities, event_catalog or property_catalog (catalog.ts). */
+  table: string;
+  view: string;
   /** CREATE TABLE IF NOT EXISTS for the target (on a cluster, `_local`, then the Distributed table). */
   tableDdl: string[];
   /** CREATE MATERIALIZED VIEW ... TO the target, reading the events table (on a cluster, each server's `_local` tables). */

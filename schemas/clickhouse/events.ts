@@ -15,6 +15,18 @@ const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][
   ["original_timestamp", `Nullable(${TYPES[d].time})`, "timestamp"],
   ["category", "String", "name"],
   ["extra", "String", "context"],
+  ...ENRICHMENT_COLUMNS(d),
+  ["catalog_keys", "Array(String)", "country"],
+];
+
+/** The enrichment columns (ingest/enrich.ts), in order, each after the previous one. */
+const ENRICHMENT_COLUMNS = (d: Dialect): [name: string, type: string, after: string][] => [
+  ["browser", TYPES[d].lowString, "extra"],
+  ["browser_version", "String", "browser"],
+  ["os", TYPES[d].lowString, "browser_version"],
+  ["device_type", TYPES[d].lowString, "os"],
+  ["is_bot", "UInt8", "device_type"],
+  ["country", TYPES[d].lowString, "is_bot"],
 ];
 
 /**
@@ -41,7 +53,11 @@ function eventColumns(d: Dialect, withEventDate: boolean, cluster?: string): str
   properties String,
   traits String,
   context String,
-  extra String`;
+  extra String,
+${ENRICHMENT_COLUMNS(d)
+  .map(([name, type]) => `  ${name} ${type},`)
+  .join("\n")}
+  catalog_keys Array(String)`;
 }
 
 /**

@@ -21,4 +21,6 @@ export const FIGURE_KEYS = [
   "viewer_items_per_s",
   "viewer_ingest_cpu_us_per_event",
   "ingest_cpu_us_per_event",
+  "enrich_us_per_event",
+  "enrich_uncached_us_per_event",
 ];

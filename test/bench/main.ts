@@ -20,6 +20,7 @@ import { decodeRow } from "../../sink/decode";
 import { basic, freePort, LiveStack } from "../support/harness";
 import { corpus } from "./corpus";
 import { FIGURE_KEYS } from "./figures";
+import { enrichCost } from "./enrich-cost";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
 import type { LoadJob, LoadResult } from "./load";
@@ -113,6 +114,10 @@ async function main(): Promise<void> {
     });
     bare.kill("SIGTERM");
     figures.http_ceiling_events_per_s = http.reqPerSec * BATCH;
+
+    const enrich = enrichCost(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[]);
+    figures.enrich_us_per_event = enrich.cached;
+    figures.enrich_uncached_us_per_event = enrich.uncached;
 
     const receipt = { workspaceId: "ws-bench", receivedAt: new Date().toISOString() };
     const built = buildRecords(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[], {}, receipt, 32 * 1024);
@@ -350,6 +355,12 @@ function report(f: Record<string, number>): void {
       "  its backlog, inserted by the sink alone",
       `${n(f.sink_catchup_rows_per_s)} rows/s`,
       `acked rows missing: ${n(f.accept_rows_missing)}`,
+      "",
+    ],
+    [
+      "Enrichment at the ingest (in-process)",
+      `${n(f.enrich_us_per_event, 2)} µs/event`,
+      `${n(f.enrich_uncached_us_per_event, 1)} µs/event for a user agent not seen before`,
       "",
     ],
     ["HTTP ceiling (bare node:http + JSON.parse)", `${n(f.http_ceiling_events_per_s)} events/s`, "", ""],

@@ -76,6 +76,13 @@ export function insertSql(database: string, p: Plan, from: number, count: number
       '{}')`,
     context: `concat('{"ip":"10.', toString(owner % 256), '.', toString(intDiv(owner, 256) % 256), '.', toString(dev), '","userAgent":"', ${list(AGENTS, "(owner + dev)")}, '","library":{"name":"analytics.js","version":"1.84.3"},"locale":"en-US","timezone":"Europe/Berlin"}')`,
     extra: `'{"channel":"client","integrations":{}}'`,
+    browser: `${list(["Safari", "Chrome", "Mobile Safari"], "(owner + dev)")}`,
+    browser_version: `${list(["17.1", "120.0.0.0", "17.1"], "(owner + dev)")}`,
+    os: `${list(["Mac OS", "Windows", "iOS"], "(owner + dev)")}`,
+    device_type: `${list(["desktop", "desktop", "mobile"], "(owner + dev)")}`,
+    is_bot: "toUInt8(0)",
+    country: `${list(["US", "DE", "GB", "FR", "JP", "BR"], "owner")}`,
+    catalog_keys: "arrayMap(k -> concat('properties:string:', k), ['product_id', 'sku', 'name'])",
   };
   // 60% track, 25% page, 8% identify, 4% screen, 2% group, 1% alias; ~25% of rows anonymous
   // (track, page and screen only); the first 8 messages are identifies of user 1043.

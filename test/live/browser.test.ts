@@ -140,6 +140,21 @@ for (const [index, name] of ["settings inline", "settings fetched from the inges
     assert.is(context.page.url, `${siteOrigin}/`);
     assert.match(context.userAgent, /Chrome/);
     assert.is(context.library.name, "analytics.js");
+    if (index === 0) {
+      // The enrichment of Chromium's own user agent (headless: HeadlessChrome, which isbot counts as automation).
+      const trackId = sent.find((m) => m.type === "track")!.messageId;
+      const [row] = await stack.select<{ browser: string; browser_version: string; os: string; device_type: string; is_bot: number }>(
+        `SELECT browser, browser_version, os, device_type, is_bot FROM ${stack.database}.tracks WHERE message_id = '${trackId}'`,
+      );
+      const version = /(?:Headless)?Chrome\/([\d.]+)/.exec(context.userAgent)?.[1];
+      const headless = context.userAgent.includes("HeadlessChrome");
+      assert.equal(
+        [row!.browser, row!.browser_version, row!.os, row!.device_type, Number(row!.is_bot)],
+        [headless ? "Chrome Headless" : "Chrome", version, "Linux", headless ? "bot" : "desktop", headless ? 1 : 0],
+        context.userAgent,
+      );
+      figures.push(`Chromium's user agent ${context.userAgent}: ${JSON.stringify(row)}`);
+    }
     if (mode.name === "batching delivery")
       assert.ok(
         posts.every((p) => p === "/v1/b"),

@@ -1,4 +1,5 @@
 import { test } from "uvu";
+import { NO_ENRICHMENT } from "../../../schemas/enrichment";
 import * as assert from "uvu/assert";
 import { decode, decodeRow } from "../../../sink/decode";
 import type { Envelope } from "../../../schemas/envelope";
@@ -43,6 +44,8 @@ test("a track envelope becomes a row with JSON text columns", () => {
     traits: "{}",
     context: '{"ip":"1.2.3.4"}',
     extra: "{}",
+    ...NO_ENRICHMENT, // a format-1 envelope was not enriched by its ingest
+    catalog_keys: ["properties:number:price", "context:string:ip"],
   });
 });
 

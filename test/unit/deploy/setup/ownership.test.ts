@@ -83,12 +83,16 @@ pure("reservedTableNames and tableNameConflict", () => {
   const names = reservedTableNames();
   assert.equal([...names].sort(), [
     "aliases",
+    "event_catalog",
+    "event_catalog_mv",
     "groups",
     "identifies",
     "identities",
     "identities_mv",
     "pages",
     "privacy_requests",
+    "property_catalog",
+    "property_catalog_mv",
     REJECTED_TABLE,
     "schema_migrations",
     "screens",

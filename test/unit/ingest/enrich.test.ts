@@ -1,0 +1,132 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { join } from "node:path";
+import { Enricher, NO_ENRICHMENT, anonymizeIp, defaultCountryDbPath, openCountryDb } from "../../../ingest/enrich";
+import { buildRecords, buildRejected, type ContextPolicy, type Receipt } from "../../../ingest/envelope";
+import type { EventRow } from "../../../schemas/row";
+import type { RejectedEnvelope } from "../../../schemas/envelope";
+import { ROOT } from "../../support/paths";
+
+// test/fixtures/geo-test.mmdb (test/support/test-mmdb.py): 81.2.69.0/24 GB, 198.51.100.0/24 FR,
+// 203.0.113.0/24 JP (MaxMind's record shape), 2001:db8::/32 DE; nothing else.
+const enricher = new Enricher(openCountryDb(join(ROOT, "test", "fixtures", "geo-test.mmdb")));
+const CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+const GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+const IPAD =
+  "Mozilla/5.0 (iPad; CPU OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1";
+const ANDROID_APP = "Dalvik/2.1.0 (Linux; U; Android 14; Pixel 8 Build/UQ1A.240205.004)";
+
+test("a desktop Chrome page view: browser, version, OS, desktop, no bot, country of its address", () => {
+  assert.equal(enricher.of({ userAgent: CHROME, ip: "81.2.69.160" }), {
+    browser: "Chrome",
+    browser_version: "156.0.0.0",
+    os: "Linux",
+    device_type: "desktop",
+    is_bot: 0,
+    country: "GB",
+  });
+});
+
+test("Googlebot is a bot, flagged and typed bot", () => {
+  const e = enricher.of({ userAgent: GOOGLEBOT, ip: "198.51.100.7" });
+  assert.is(e.is_bot, 1);
+  assert.is(e.device_type, "bot");
+  assert.is(e.country, "FR");
+});
+
+test("tablets and an Android app's user agent", () => {
+  const ipad = enricher.of({ userAgent: IPAD });
+  assert.is(ipad.device_type, "tablet");
+  assert.is(ipad.os, "iOS");
+  const app = enricher.of({ userAgent: ANDROID_APP, ip: "2001:db8::1" });
+  assert.is(app.device_type, "mobile");
+  assert.is(app.os, "Android");
+  assert.is(app.browser, "");
+  assert.is(app.country, "DE");
+});
+
+test("a mobile SDK without a user agent: OS and device from context.os and context.device", () => {
+  const e = enricher.of({ os: { name: "iOS", version: "17.1" }, device: { type: "ios", model: "iPhone15,2" }, ip: "203.0.113.9" });
+  assert.equal(e, { ...NO_ENRICHMENT, os: "iOS", device_type: "mobile", country: "JP" });
+});
+
+test("missing, garbage and hostile values give the defaults, never an error", () => {
+  assert.equal(NO_ENRICHMENT, { browser: "", browser_version: "", os: "", device_type: "other", is_bot: 0, country: "" });
+  assert.equal(enricher.of(undefined), NO_ENRICHMENT);
+  assert.equal(enricher.of(null), NO_ENRICHMENT);
+  assert.equal(enricher.of({}), NO_ENRICHMENT);
+  assert.equal(enricher.of({ userAgent: 42, ip: { a: 1 }, os: "x", device: [1] }), NO_ENRICHMENT);
+  assert.equal(enricher.of({ userAgent: "", ip: "" }), NO_ENRICHMENT);
+  const garbage = enricher.of({ userAgent: "\u0000\u00ff<script>" + "x".repeat(100_000), ip: "999.1.1.1" });
+  assert.is(garbage.browser, "");
+  assert.is(garbage.country, "");
+  // isbot's rule: an agent no browser sends (no spaces, a tool's name) is a bot; stored, flagged.
+  assert.is(garbage.is_bot, 1);
+  assert.is(garbage.device_type, "bot");
+  assert.is(enricher.country("not an address"), "");
+  assert.is(enricher.country("10.0.0.1"), ""); // not in the database
+});
+
+test("a parsed user agent is cached, and the cache is bounded", () => {
+  const small = new Enricher(undefined, 2);
+  const first = small.agent(CHROME);
+  assert.ok(small.agent(CHROME) === first);
+  small.agent(GOOGLEBOT);
+  small.agent(IPAD);
+  assert.ok(small.agent(CHROME) !== first); // evicted, parsed again
+  assert.equal(small.agent(CHROME), first);
+});
+
+test("the bundled country database answers for public addresses", () => {
+  const bundled = new Enricher(openCountryDb(defaultCountryDbPath()));
+  assert.match(bundled.country("8.8.8.8"), /^[A-Z]{2}$/);
+  assert.is(bundled.country("127.0.0.1"), "");
+  assert.is(openCountryDb("off"), undefined);
+  assert.throws(() => openCountryDb(join(ROOT, "package.json")));
+});
+
+test("anonymizeIp zeroes IPv4's last octet and IPv6's last 80 bits", () => {
+  assert.is(anonymizeIp("81.2.69.160"), "81.2.69.0");
+  assert.is(anonymizeIp("2001:db8:85a3:8d3:1319:8a2e:370:7348"), "2001:db8:85a3::");
+  assert.is(anonymizeIp("::ffff:81.2.69.160"), "81.2.69.0");
+  assert.is(anonymizeIp("1.2.3.4 or something"), undefined);
+  assert.is(anonymizeIp(""), undefined);
+});
+
+const receipt: Receipt = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z", clientIp: "81.2.69.160" };
+const policy: ContextPolicy = { enricher, anonymizeIp: true };
+
+test("buildRecords: enrichment columns from the stored context; IP_ANONYMIZE after the country lookup", () => {
+  const built = buildRecords(
+    [
+      { type: "page", messageId: "a", anonymousId: "x", context: { userAgent: CHROME } },
+      { type: "track", messageId: "b", userId: "u", event: "E", context: { ip: "not-an-ip", userAgent: GOOGLEBOT } },
+    ],
+    {},
+    receipt,
+    32 * 1024,
+    policy,
+  );
+  assert.ok(built.ok);
+  if (!built.ok) return;
+  const [page, track] = built.records.map((r) => JSON.parse(r.value) as EventRow);
+  assert.is(page!.country, "GB");
+  assert.is(page!.browser, "Chrome");
+  assert.is((JSON.parse(page!.context) as { ip: string }).ip, "81.2.69.0");
+  assert.is(track!.is_bot, 1);
+  assert.equal(JSON.parse(track!.context), { userAgent: GOOGLEBOT }); // not an address: not kept
+  const plain = buildRecords([{ type: "page", messageId: "a", anonymousId: "x" }], {}, receipt, 32 * 1024);
+  assert.ok(plain.ok && (JSON.parse(JSON.parse(plain.records[0]!.value).context) as { ip: string }).ip === "81.2.69.160");
+  assert.ok(plain.ok && (JSON.parse(plain.records[0]!.value) as EventRow).device_type === "other");
+});
+
+test("buildRejected: with IP_ANONYMIZE the refused item's context.ip is anonymized in raw", () => {
+  const item = { type: "track", messageId: "m", context: { ip: "198.51.100.77", locale: "fr" } };
+  const [kept] = buildRejected([{ item, reasons: ["event: required"] }], receipt, 32 * 1024, true);
+  const raw = JSON.parse((JSON.parse(kept!.value) as RejectedEnvelope).raw) as typeof item;
+  assert.equal(raw.context, { ip: "198.51.100.0", locale: "fr" });
+  const [plain] = buildRejected([{ item, reasons: ["event: required"] }], receipt, 32 * 1024);
+  assert.match((JSON.parse(plain!.value) as RejectedEnvelope).raw, /198\.51\.100\.77/);
+});
+
+test.run();
