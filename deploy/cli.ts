@@ -26,6 +26,8 @@ import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/dlq-progress";
 import { runSetup } from "./setup/main";
 import { catalogText, readCatalog } from "./commands/catalog";
+import { dematerializeKey, listMaterialized, materializeKey } from "./commands/properties";
+import { COLUMN_TYPES, type ColumnType, type PropertySource } from "../schemas/clickhouse/materialize";
 
 const log = pino({ name: "cli" });
 
@@ -44,7 +46,11 @@ const USAGE = `usage: cli <command>
                                  --suppress also drops their later events (answered 2xx, not stored)
   users suppress <workspaceId> <userId> [--by <who>]     drop later events of the user, keep stored ones
   users unsuppress <workspaceId> <userId> [--by <who>]   store the user's events again
-  catalog [workspaceId] [--json] the events and property keys that arrived, with types, counts, first/last seen`;
+  catalog [workspaceId] [--json] the events and property keys that arrived, with types, counts, first/last seen
+  properties materialize <key> [--from properties|traits|context] [--type String|Float64|Int64|UInt8]
+                                 a column prop_<key> (trait_, ctx_) computed at insert, filled for stored rows
+  properties dematerialize <key> [--from ...]   drop that column
+  properties list                the materialized key columns`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -70,6 +76,8 @@ export async function cli(args: string[]): Promise<number> {
       return users(args.slice(1));
     case "catalog":
       return catalog(args.slice(1));
+    case "properties":
+      return properties(args.slice(1));
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
@@ -132,6 +140,52 @@ async function catalog(args: string[]): Promise<number> {
   } finally {
     await client.close();
   }
+}
+
+async function properties(args: string[]): Promise<number> {
+  const [action, key, ...rest] = args;
+  const options = new Map<string, string>();
+  for (let i = 0; i + 1 < rest.length; i += 2) options.set(rest[i]!, rest[i + 1]!);
+  const source = options.get("--from") ?? "properties";
+  const type = options.get("--type");
+  const known = rest.length % 2 === 0 && [...options.keys()].every((o) => o === "--from" || o === "--type");
+  const sourceOk = source === "properties" || source === "traits" || source === "context";
+  const typeOk = type === undefined || (COLUMN_TYPES as readonly string[]).includes(type);
+  if (action !== "list" && (!key || !known || !sourceOk || !typeOk)) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const config = setupConfig(process.env).clickhouse;
+  const client = createClickHouse(config, { requestTimeoutMs: 3_600_000 });
+  try {
+    const sql = clientSql(client);
+    if (action === "list") {
+      for (const c of await listMaterialized(sql, config)) process.stdout.write(`${c.name}\t${c.type}\t${c.kind} ${c.expression}\n`);
+      return 0;
+    }
+    const from = source as PropertySource;
+    if (action === "materialize") {
+      const result = await materializeKey(sql, config, from, key!, type as ColumnType | undefined);
+      if (!result.ok) return refuse(result.error);
+      log.info(result, result.existed ? "column existed; stored rows checked" : "column added and filled");
+      return 0;
+    }
+    if (action === "dematerialize") {
+      const result = await dematerializeKey(sql, config, from, key!);
+      if (!result.ok) return refuse(result.error);
+      log.info(result, result.dropped ? "column dropped" : "no such column");
+      return 0;
+    }
+  } finally {
+    await client.close();
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+function refuse(error: string): number {
+  process.stderr.write(`properties: ${error}\n`);
+  return 2;
 }
 
 async function dlqReplay(): Promise<number> {

@@ -168,7 +168,8 @@ export function createApp(deps: AppDeps): Koa {
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
-      const { records, refusals } = toRecords(kept, receipt, limits, deps.contextPolicy ?? PLAIN_CONTEXT);
+      const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
+      const { records, refusals, listedShapes } = toRecords(kept, receipt, limits, policy);
       // Refused items are stored too, so they count against the workspace's rate like messages.
       if (records.length + refusals.length > 0) {
         const allowed = deps.rateLimit.take(auth.workspaceId, records.length + refusals.length, performance.now());
@@ -176,6 +177,7 @@ export function createApp(deps: AppDeps): Koa {
       }
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
+      policy.shapes?.markDelivered(listedShapes);
       deps.metrics.messagesRejected.inc(refusals.length);
       // 400 only when no item was valid: a suppressed user's valid messages are accepted (and not stored).
       if (sorted.value.messages.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
@@ -245,11 +247,12 @@ function toRecords(
   receipt: Receipt,
   limits: Limits,
   policy: ContextPolicy,
-): { records: EventRecord[]; refusals: EventRecord[] } {
+): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string> } {
   const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy);
   if (!built.ok) throw messageTooLarge(built.index, built.bytes, limits.maxMessageBytes);
   const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
-  return { records: built.records, refusals: buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp) };
+  const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp);
+  return { records: built.records, refusals, listedShapes: built.listedShapes };
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

@@ -40,12 +40,15 @@ interface CountryRecord {
  */
 export class Enricher {
   private readonly agents: LRUCache<string, AgentFacts>;
+  /** Countries by address: a database lookup costs about 2 us, and a user's events share an address. */
+  private readonly countries: LRUCache<string, string>;
 
   constructor(
     private readonly countryDb: Reader<Response> | undefined,
     cacheSize = 10_000,
   ) {
     this.agents = new LRUCache({ max: cacheSize });
+    this.countries = new LRUCache({ max: cacheSize });
   }
 
   /**
@@ -61,7 +64,15 @@ export class Enricher {
     if (agent === undefined && os === "" && device === "" && country === "") return NO_ENRICHMENT;
     const facts = agent ?? NO_ENRICHMENT;
     const appDevice = facts.device_type === "other" && (device === "ios" || device === "android") ? "mobile" : facts.device_type;
-    return { ...facts, os: facts.os === "" ? os.slice(0, 100) : facts.os, device_type: appDevice, country };
+    // a literal, not a spread: this runs for every message
+    return {
+      browser: facts.browser,
+      browser_version: facts.browser_version,
+      os: facts.os === "" ? os.slice(0, 100) : facts.os,
+      device_type: appDevice,
+      is_bot: facts.is_bot,
+      country,
+    };
   }
 
   /** What a user agent says (cached). */
@@ -75,18 +86,29 @@ export class Enricher {
     return facts;
   }
 
-  /** ISO 3166-1 alpha-2 country of an address, '' when unknown or not an address. */
+  /** ISO 3166-1 alpha-2 country of an address, '' when unknown or not an address (cached). */
   country(ip: string): string {
-    if (this.countryDb === undefined || ip.length > 64 || !ipaddr.isValid(ip)) return "";
-    let record: CountryRecord | null;
-    try {
-      record = this.countryDb.get(ipaddr.process(ip).toString()) as CountryRecord | null;
-    } catch {
-      return ""; // an address form the database's tree cannot hold
+    if (this.countryDb === undefined || ip.length > 64) return "";
+    let code = this.countries.get(ip);
+    if (code === undefined) {
+      code = lookupCountry(this.countryDb, ip);
+      this.countries.set(ip, code);
     }
-    const code = record?.country_code ?? record?.country?.iso_code;
-    return typeof code === "string" && /^[A-Za-z]{2}$/.test(code) ? code.toUpperCase() : "";
+    return code;
   }
+}
+
+function lookupCountry(db: Reader<Response>, ip: string): string {
+  // mmdb-lib reads the address itself (null for text that is not one); an IPv4-mapped IPv6 address is read as IPv4.
+  const address = ip.startsWith("::ffff:") && ip.includes(".") ? ip.slice(7) : ip;
+  let record: CountryRecord | null;
+  try {
+    record = db.get(address) as CountryRecord | null;
+  } catch {
+    return ""; // an address form the database's tree cannot hold
+  }
+  const code = record?.country_code ?? record?.country?.iso_code;
+  return typeof code === "string" && /^[A-Za-z]{2}$/.test(code) ? code.toUpperCase() : "";
 }
 
 function parseAgent(userAgent: string): AgentFacts {

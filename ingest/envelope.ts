@@ -19,6 +19,8 @@ import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
 import { STORABLE_TIME_END_MS, type JsonObject, type Message } from "../schemas/messages";
 import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../schemas/row";
 import { anonymizeIp, type Enricher } from "./enrich";
+import { SentShapes } from "./catalog";
+import { catalogShape } from "../schemas/catalog-keys";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -46,13 +48,17 @@ export interface ContextPolicy {
    * refused items; a value that is not an address is not stored. The country is looked up first.
    */
   anonymizeIp: boolean;
+  /** Shapes whose key list was sent lately (ingest/catalog.ts); absent: every row carries its list. */
+  shapes?: SentShapes;
 }
 
 /** No enrichment, addresses kept as sent. */
 export const PLAIN_CONTEXT: ContextPolicy = { anonymizeIp: false };
 
 /** The records, or the first message over the size limit. */
-export type BuildResult = { ok: true; records: EventRecord[] } | { ok: false; index: number; bytes: number };
+export type BuildResult =
+  | { ok: true; records: EventRecord[]; /** shapes whose key list these records carry (ingest/catalog.ts) */ listedShapes: Set<string> }
+  | { ok: false; index: number; bytes: number };
 
 /**
  * Builds one record per message, in order: key = messageId, value = the message's events row as
@@ -68,11 +74,12 @@ export function buildRecords(
   policy: ContextPolicy = PLAIN_CONTEXT,
 ): BuildResult {
   const records: EventRecord[] = [];
+  const listedShapes = new Set<string>();
   // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
   const measureOver = Math.floor(maxMessageBytes / 3);
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
-    const row = messageRow(message, stamp(message, defaults, receipt, policy));
+    const row = messageRow(message, stamp(message, defaults, receipt, policy, listedShapes));
     const value = JSON.stringify(row);
     if (value.length > measureOver) {
       const bytes = rowBytes(row);
@@ -80,7 +87,7 @@ export function buildRecords(
     }
     records.push({ key: message.messageId, value });
   }
-  return { ok: true, records };
+  return { ok: true, records, listedShapes };
 }
 
 /** UTF-8 bytes of a row's values, unescaped (its size as a message). */
@@ -162,7 +169,13 @@ export function inClientTimeWindow(timeMs: number, receivedMs: number): boolean 
  * arrived); its text stays in `extra`, and the stored timestamp is its skew correction when that
  * lies in the window (a wrong clock that sent sentAt too), else receivedAt.
  */
-export function stamp(message: Message, defaults: BatchDefaults, receipt: Receipt, policy: ContextPolicy = PLAIN_CONTEXT): RowStamp {
+export function stamp(
+  message: Message,
+  defaults: BatchDefaults,
+  receipt: Receipt,
+  policy: ContextPolicy = PLAIN_CONTEXT,
+  listedShapes = new Set<string>(),
+): RowStamp {
   const { sentAt: ownSentAt, originalTimestamp: rudderTime } = message as Message & {
     sentAt?: string | null;
     originalTimestamp?: string | null;
@@ -189,6 +202,7 @@ export function stamp(message: Message, defaults: BatchDefaults, receipt: Receip
     if (context.ip === undefined && receipt.clientIp !== undefined) context.ip = receipt.clientIp;
   }
   const enrichment = policy.enricher?.of(context);
+  const catalog = policy.shapes === undefined ? undefined : sentShape(message, receipt.workspaceId, context, policy.shapes, listedShapes);
   if (policy.anonymizeIp && context != null && context.ip !== undefined) context = withAnonymizedIp(context);
   return {
     workspaceId: receipt.workspaceId,
@@ -200,7 +214,28 @@ export function stamp(message: Message, defaults: BatchDefaults, receipt: Receip
     ...(clientTimeInExtra ? { clientTimeInExtra } : {}),
     ...(defaults.fields === undefined ? {} : { batchFields: defaults.fields }),
     ...(enrichment === undefined ? {} : { enrichment }),
+    ...(catalog === undefined ? {} : { catalog }),
   };
+}
+
+/**
+ * The message's catalog shape, and whether its key list need not be sent: delivered lately by
+ * this process, or listed by an earlier message of the same batch (then added to `listedShapes`).
+ */
+function sentShape(
+  message: Message,
+  workspaceId: string,
+  context: JsonObject | null | undefined,
+  shapes: SentShapes,
+  listedShapes: Set<string>,
+): { shape: number; sent: boolean } {
+  const m = message as Message & { properties?: unknown; traits?: unknown; event?: string; name?: string | null };
+  const shape = catalogShape(m.properties, m.traits, context);
+  const event = m.type === "track" ? (m.event ?? "") : m.type === "page" || m.type === "screen" ? (m.name ?? "") : "";
+  const key = SentShapes.key(workspaceId, m.type, event, shape);
+  if (shapes.wasDelivered(key) || listedShapes.has(key)) return { shape, sent: true };
+  listedShapes.add(key);
+  return { shape, sent: false };
 }
 
 /** A copy of a context with its ip anonymized (anonymizeIp), or without it when it is not an address. */

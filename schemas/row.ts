@@ -1,6 +1,6 @@
 import type { Envelope } from "./envelope";
 import type { Message } from "./messages";
-import { catalogKeys } from "./catalog-keys";
+import { catalogKeys, catalogShape } from "./catalog-keys";
 import { ENRICHMENT_COLUMNS, NO_ENRICHMENT, type Enrichment } from "./enrichment";
 
 /**
@@ -43,6 +43,8 @@ export interface EventRow extends Enrichment {
   extra: string;
   /** `<source>:<type>:<key>` for each top-level key of properties, traits and context (schemas/catalog-keys.ts). */
   catalog_keys: string[];
+  /** catalogShape of the same keys: the catalog's group (its list is sent once in a while, schemas/clickhouse/catalog.ts). */
+  catalog_shape: number;
 }
 
 /** One row of the ClickHouse `rejected_messages` table (see RejectedEnvelope). */
@@ -78,6 +80,7 @@ export const EVENT_ROW_COLUMNS = [
   "extra",
   ...ENRICHMENT_COLUMNS,
   "catalog_keys",
+  "catalog_shape",
 ] as const satisfies readonly (keyof EventRow)[];
 
 /** Every column the sink writes to `rejected_messages`. */
@@ -164,6 +167,8 @@ export interface RowStamp {
   batchFields?: Readonly<Record<string, unknown>>;
   /** What the ingest derived from the context (ingest/enrich.ts); absent: the defaults ('' and 0, device_type other). */
   enrichment?: Enrichment;
+  /** The message's catalogShape, and whether its key list was sent recently (then `catalog_keys` is []); absent: computed, list sent. */
+  catalog?: { shape: number; sent: boolean };
 }
 
 /** The row of a format-1 envelope (the sink's path for records of an earlier ingest). Pure. */
@@ -186,6 +191,8 @@ export function toRow(envelope: Envelope): EventRow {
  * ingest writes `JSON.stringify` of this row as the record value.
  */
 export function messageRow(m: Message, stamp: RowStamp): EventRow {
+  const properties = "properties" in m ? m.properties : undefined;
+  const traits = "traits" in m ? m.traits : undefined;
   return {
     workspace_id: stamp.workspaceId,
     message_id: m.messageId,
@@ -201,12 +208,13 @@ export function messageRow(m: Message, stamp: RowStamp): EventRow {
     original_timestamp: stamp.originalTimestamp,
     sent_at: stamp.sentAt,
     received_at: stamp.receivedAt,
-    properties: jsonText("properties" in m ? m.properties : undefined),
-    traits: jsonText("traits" in m ? m.traits : undefined),
+    properties: jsonText(properties),
+    traits: jsonText(traits),
     context: jsonText(stamp.context),
     extra: extraText(m, stamp.clientTimeInExtra === true, stamp.batchFields),
     ...(stamp.enrichment ?? NO_ENRICHMENT),
-    catalog_keys: catalogKeys("properties" in m ? m.properties : undefined, "traits" in m ? m.traits : undefined, stamp.context),
+    catalog_keys: stamp.catalog?.sent === true ? [] : catalogKeys(properties, traits, stamp.context),
+    catalog_shape: stamp.catalog?.shape ?? catalogShape(properties, traits, stamp.context),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * `cli catalog [workspaceId] [--json]`: what has arrived, from event_catalog and property_catalog
+ * `cli catalog [workspaceId] [--json]`: what has arrived, from the event_catalog and property_catalog views
  * (schemas/clickhouse/catalog.ts): each event with its messages and first and last receipt, then
  * each top-level key of properties, traits and context per event with the JSON types seen. Text
  * tables, or with --json one JSON object `{events, properties}`.
@@ -13,8 +13,10 @@ export async function readCatalog(
   database: string,
   workspaceId?: string,
 ): Promise<{ events: EventCatalogRow[]; properties: PropertyCatalogRow[] }> {
-  const events = await sql.rows<EventCatalogRow>(eventCatalogQuery(database, workspaceId));
-  const properties = await sql.rows<PropertyCatalogRow>(propertyCatalogQuery(database, workspaceId));
+  // UInt64 arrives as a number or a string, by engine and settings: always a string here.
+  const counted = <T extends EventCatalogRow>(rows: T[]) => rows.map((r) => ({ ...r, count: String(r.count) }));
+  const events = counted(await sql.rows<EventCatalogRow>(eventCatalogQuery(database, workspaceId)));
+  const properties = counted(await sql.rows<PropertyCatalogRow>(propertyCatalogQuery(database, workspaceId)));
   return { events, properties };
 }
 

@@ -32,7 +32,7 @@ import {
   addColumnsDdl,
 } from "../../schemas/clickhouse/events";
 import { viewsDdl, USERS_TABLE, feeds } from "../../schemas/clickhouse/analyst";
-import { catalogFeeds } from "../../schemas/clickhouse/catalog";
+import { catalogFeed, catalogViewsDdl } from "../../schemas/clickhouse/catalog";
 import { Sql, serverPartitionsPerInsert, serverVersion } from "../../schemas/clickhouse/client";
 
 /** The server's version and the DDL dialect chosen for it. */
@@ -75,7 +75,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
-  for (const feed of [...feeds(dialect, database, table, cluster), ...catalogFeeds(dialect, database, table, cluster)]) {
+  for (const feed of [...feeds(dialect, database, table, cluster), catalogFeed(dialect, database, table, cluster)]) {
     for (const query of feed.tableDdl) await sql.command(query);
     // The view first, then the backfill: rows inserted meanwhile are counted by both, which the
     // aggregates (argMax, min, max, uniq) absorb; a crash before the record runs it again.
@@ -86,6 +86,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
       await recordStep(sql, database, step);
     }
   }
+  for (const query of catalogViewsDdl(dialect, database, owned.ours, cluster)) await sql.command(query);
   return { version, dialect, ...(moved ? { moved } : {}) };
 }
 

@@ -19,11 +19,11 @@
  */
 import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "../../schemas/clickhouse/analyst";
 import {
-  CATALOG_SORTING_KEYS,
-  EVENT_CATALOG_MV,
-  EVENT_CATALOG_TABLE,
-  PROPERTY_CATALOG_MV,
-  PROPERTY_CATALOG_TABLE,
+  CATALOG_MV,
+  CATALOG_SORTING_KEY,
+  CATALOG_TABLE,
+  EVENT_CATALOG_VIEW,
+  PROPERTY_CATALOG_VIEW,
 } from "../../schemas/clickhouse/catalog";
 import { MIGRATIONS_TABLE, PRIVACY_TABLE, REJECTED_TABLE, reservedTableNames } from "../../schemas/clickhouse/tables";
 import { EVENTS_SORTING_KEY } from "../../schemas/clickhouse/events";
@@ -68,13 +68,8 @@ export function clusterObjectNames(table: string, cluster: string): string[] {
 export function classifyExisting(rows: readonly TableRow[], database: string, table: string, cluster?: string): Ownership {
   const views = new Set(viewNames());
   const reserved = new Set(cluster === undefined ? reservedTableNames() : clusterObjectNames(table, cluster));
-  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, EVENT_CATALOG_TABLE, PROPERTY_CATALOG_TABLE, table];
-  const feedTargets: Record<string, string> = {
-    [USERS_MV]: USERS_TABLE,
-    [IDENTITIES_MV]: IDENTITIES_TABLE,
-    [EVENT_CATALOG_MV]: EVENT_CATALOG_TABLE,
-    [PROPERTY_CATALOG_MV]: PROPERTY_CATALOG_TABLE,
-  };
+  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, CATALOG_TABLE, table];
+  const feedTargets: Record<string, string> = { [USERS_MV]: USERS_TABLE, [IDENTITIES_MV]: IDENTITIES_TABLE, [CATALOG_MV]: CATALOG_TABLE };
   const local = (name: string) => storageName(name, cluster);
   const ours = new Set<string>();
   const conflicts: string[] = [];
@@ -103,8 +98,9 @@ export function classifyExisting(rows: readonly TableRow[], database: string, ta
       usersIsView = finalView;
       mine = finalView || (engine === "AggregatingMergeTree" && key === "workspace_id,user_id");
     } else if (name === IDENTITIES_TABLE) mine = engine === "AggregatingMergeTree" && key === "workspace_id,anonymous_id,user_id";
-    else if (name === EVENT_CATALOG_TABLE || name === PROPERTY_CATALOG_TABLE)
-      mine = engine === "AggregatingMergeTree" && key === CATALOG_SORTING_KEYS[name];
+    else if (name === CATALOG_TABLE) mine = engine === "AggregatingMergeTree" && key === CATALOG_SORTING_KEY;
+    else if (name === EVENT_CATALOG_VIEW || name === PROPERTY_CATALOG_VIEW)
+      mine = engine === "View" && readsTable(row.create_table_query, database, CATALOG_TABLE);
     else if (feedTargets[name] !== undefined)
       mine = engine === "MaterializedView" && feedsFrom(row.create_table_query, database, local(table), local(feedTargets[name]));
     else if (name === REJECTED_TABLE) mine = engine === "ReplacingMergeTree" && key === "workspace_id,rejection_id";
@@ -149,6 +145,12 @@ export function feedsFrom(createQuery: string, database: string, table: string, 
   const code = createQuery.replace(/'(?:[^'\\]|\\.)*'/g, "''");
   const to = TO_TARGET.exec(code);
   if (!to || unquote(to[1]!) !== database || unquote(to[2]!) !== target) return false;
+  return readsTable(code, database, table);
+}
+
+/** Whether a stored query reads `database.table` (the catalog views read catalog_shapes). Literals are blanked first. */
+export function readsTable(createQuery: string, database: string, table: string): boolean {
+  const code = createQuery.replace(/'(?:[^'\\]|\\.)*'/g, "''");
   for (const m of code.matchAll(FROM_TABLE)) {
     if (unquote(m[1]!) === database && unquote(m[2]!) === table) return true;
   }

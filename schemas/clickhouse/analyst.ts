@@ -90,13 +90,27 @@ export function viewsDdl(
 FROM ${source}
 WHERE type = '${type}'`,
   ]);
-  return views.flatMap(([name, select]) => {
-    const view = `${quoteIdent(database)}.${quoteIdent(name)}${onCluster(cluster)}`;
-    if (!ours.has(name)) return [`CREATE VIEW ${view} AS ${select}`];
-    return dialect === "current"
-      ? [`CREATE OR REPLACE VIEW ${view} AS ${select}`]
-      : [`DROP TABLE IF EXISTS ${view}`, `CREATE VIEW ${view} AS ${select}`];
-  });
+  return views.flatMap(([name, select]) => viewStatements(dialect, database, name, select, ours, cluster));
+}
+
+/**
+ * The statements making one plain view `name` over `select`: `CREATE VIEW` when it is not in
+ * `ours`, else a replacement (`CREATE OR REPLACE` current, drop-and-create 18.16), ON CLUSTER
+ * when `cluster` is set.
+ */
+export function viewStatements(
+  dialect: Dialect,
+  database: string,
+  name: string,
+  select: string,
+  ours: ReadonlySet<string>,
+  cluster?: string,
+): string[] {
+  const view = `${quoteIdent(database)}.${quoteIdent(name)}${onCluster(cluster)}`;
+  if (!ours.has(name)) return [`CREATE VIEW ${view} AS ${select}`];
+  return dialect === "current"
+    ? [`CREATE OR REPLACE VIEW ${view} AS ${select}`]
+    : [`DROP TABLE IF EXISTS ${view}`, `CREATE VIEW ${view} AS ${select}`];
 }
 
 /**

@@ -1,104 +1,149 @@
 /**
- * What is there to query: `event_catalog` (each event name per type and workspace) and
+ * What is there to query: the views `event_catalog` (each event name per type and workspace) and
  * `property_catalog` (each top-level key of properties, traits and context per event, with the
- * JSON types seen), with first and last receipt and how many messages. AggregatingMergeTree tables
- * kept by materialized views over events at insert time, as users and identities are (analyst.ts);
- * `count` is uniq(message_id), so a retried message counts once (exact below 65,536 messages per
- * row, about 1% off above: ClickHouse's uniq). The property keys come from the events column
- * `catalog_keys`, which the ingest fills (schemas/row.ts catalogKeys): 18.16 cannot list a JSON
- * object's keys.
+ * JSON types seen), with first and last receipt and how many messages. Both read
+ * `catalog_shapes`, an AggregatingMergeTree table kept at insert time by one materialized view
+ * over events: one row per (workspace, type, event, name, shape), a shape being a message's list
+ * of keys and types (the events columns `catalog_keys` and `catalog_shape`, filled by the ingest:
+ * 18.16 cannot list a JSON object's keys). Messages of one event share a few shapes, so the view groups a block into
+ * few rows, and the keys are spread out only when the catalog is read: one view, not one per
+ * catalog, costs the insert less (measured: docs/DESIGN.md). `count` is uniq(message_id), so a
+ * retried message counts once (exact below 65,536 messages, about 1% off above: ClickHouse's uniq).
  */
-import { type Feed } from "./analyst";
+import { SOURCE_CODES, TYPE_CODES } from "../catalog-keys";
+import { type Feed, viewStatements } from "./analyst";
 import { Dialect, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
-export const EVENT_CATALOG_TABLE = "event_catalog";
-export const PROPERTY_CATALOG_TABLE = "property_catalog";
-export const EVENT_CATALOG_MV = "event_catalog_mv";
-export const PROPERTY_CATALOG_MV = "property_catalog_mv";
+export const CATALOG_TABLE = "catalog_shapes";
+export const CATALOG_MV = "catalog_shapes_mv";
+export const EVENT_CATALOG_VIEW = "event_catalog";
+export const PROPERTY_CATALOG_VIEW = "property_catalog";
 
-/** The sorting keys of the two tables, as system.tables reports them (ownership checks). */
-export const CATALOG_SORTING_KEYS = {
-  [EVENT_CATALOG_TABLE]: "workspace_id,type,event,name",
-  [PROPERTY_CATALOG_TABLE]: "workspace_id,type,event,name,source,key",
-} as const;
+/** The sorting key of catalog_shapes, as system.tables reports it (ownership checks). */
+export const CATALOG_SORTING_KEY = "workspace_id,type,event,name,shape";
 
-/** Any shard is right for a catalog row (its states merge across shards); one event stays together. */
-const CATALOG_SHARDING_KEY = "cityHash64(workspace_id, event)";
+/** Any shard is right for a shape's row (its states merge across shards); one event stays together. */
+const CATALOG_SHARDING_KEY = "cityHash64(workspace_id, event, name)";
 
-function catalogTableDdl(dialect: Dialect, database: string, name: keyof typeof CATALOG_SORTING_KEYS, cluster?: string): string {
+function catalogTableDdl(dialect: Dialect, database: string, cluster?: string): string {
   const t = TYPES[dialect];
-  const local = storageName(name, cluster);
-  const keyColumns =
-    name === PROPERTY_CATALOG_TABLE ? `\n  source ${t.lowString},\n  key String,\n  types AggregateFunction(groupUniqArray, String),` : "";
+  const local = storageName(CATALOG_TABLE, cluster);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
   workspace_id ${t.lowString},
   type ${t.lowString},
   event String,
-  name String,${keyColumns}
+  name String,
+  shape UInt64,
+  keys AggregateFunction(argMax, Array(String), UInt64),
   first_seen AggregateFunction(min, ${t.time}),
   last_seen AggregateFunction(max, ${t.time}),
   count AggregateFunction(uniq, String)
 )
 ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
-ORDER BY (${CATALOG_SORTING_KEYS[name].split(",").join(", ")})`;
+ORDER BY (${CATALOG_SORTING_KEY.split(",").join(", ")})`;
 }
 
 /**
- * The SELECT feeding event_catalog from events rows: `event` is a track's event name, `name` a
- * page's or screen's name, as in events (both '' for other types). No subquery and no alias
- * named like a column: 18.16's materialized views find neither.
+ * The SELECT feeding catalog_shapes from events rows: `event` a track's event name, `name` a
+ * page's or screen's name (as in events). The shape is the row's `catalog_shape` (the ingest's
+ * hash of its keys); `keys` the longest list a row of the shape carried: the ingest sends a
+ * shape's list once in a while and [] in between (ingest/catalog.ts). No alias is named like an
+ * events column: 18.16 would read the alias in its place.
  */
-function eventCatalogSelect(database: string, table: string): string {
+function shapesSelect(database: string, table: string): string {
   return `SELECT workspace_id, type, event, name,
+  catalog_shape AS shape,
+  argMaxState(catalog_keys, toUInt64(length(catalog_keys))) AS keys,
   minState(received_at) AS first_seen,
   maxState(received_at) AS last_seen,
   uniqState(message_id) AS count
 FROM ${quoteIdent(database)}.${quoteIdent(table)}
-GROUP BY workspace_id, type, event, name`;
-}
-
-/** The SELECT feeding property_catalog: one row per `<source>:<type>:<key>` entry of catalog_keys. */
-function propertyCatalogSelect(database: string, table: string): string {
-  const part = (n: number) => `splitByChar(':', entry)[${n}]`;
-  return `SELECT workspace_id, type, event, name,
-  ${part(1)} AS source,
-  substring(entry, length(${part(1)}) + length(${part(2)}) + 3) AS key,
-  groupUniqArrayState(${part(2)}) AS types,
-  minState(received_at) AS first_seen,
-  maxState(received_at) AS last_seen,
-  uniqState(message_id) AS count
-FROM ${quoteIdent(database)}.${quoteIdent(table)}
-ARRAY JOIN catalog_keys AS entry
-GROUP BY workspace_id, type, event, name, source, key`;
+GROUP BY workspace_id, type, event, name, shape`;
 }
 
 /**
- * event_catalog and property_catalog with their feeds (see analyst.ts feeds: view first, then a
- * backfill that may overlap it). Rows stored before `catalog_keys` existed have none, so the
- * property catalog starts with the rows received since.
+ * catalog_shapes with its feed (see analyst.ts feeds: the view first, then a backfill that may
+ * overlap it). Rows stored before `catalog_keys` existed have an empty list: their events are in
+ * event_catalog, their keys not in property_catalog.
  */
-export function catalogFeeds(dialect: Dialect, database: string, table: string, cluster?: string): Feed[] {
+export function catalogFeed(dialect: Dialect, database: string, table: string, cluster?: string): Feed {
   const into = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
-  const source = storageName(table, cluster);
-  const feed = (name: keyof typeof CATALOG_SORTING_KEYS, view: string, select: (t: string) => string): Feed => ({
-    table: name,
-    view,
+  return {
+    table: CATALOG_TABLE,
+    view: CATALOG_MV,
     tableDdl: [
-      catalogTableDdl(dialect, database, name, cluster),
-      ...(cluster === undefined ? [] : [distributedDdl(database, name, cluster, CATALOG_SHARDING_KEY)]),
+      catalogTableDdl(dialect, database, cluster),
+      ...(cluster === undefined ? [] : [distributedDdl(database, CATALOG_TABLE, cluster, CATALOG_SHARDING_KEY)]),
     ],
-    viewDdl: `CREATE MATERIALIZED VIEW ${into(view)}${onCluster(cluster)} TO ${into(storageName(name, cluster))} AS ${select(source)}`,
-    backfill: `INSERT INTO ${into(name)} ${select(table)}`,
-  });
-  return [
-    feed(EVENT_CATALOG_TABLE, EVENT_CATALOG_MV, (t) => eventCatalogSelect(database, t)),
-    feed(PROPERTY_CATALOG_TABLE, PROPERTY_CATALOG_MV, (t) => propertyCatalogSelect(database, t)),
-  ];
+    viewDdl: `CREATE MATERIALIZED VIEW ${into(CATALOG_MV)}${onCluster(cluster)} TO ${into(storageName(CATALOG_TABLE, cluster))} AS ${shapesSelect(database, storageName(table, cluster))}`,
+    backfill: `INSERT INTO ${into(CATALOG_TABLE)} ${shapesSelect(database, table)}`,
+  };
+}
+
+const shapes = (database: string, workspaceId?: string) =>
+  `${quoteIdent(database)}.${quoteIdent(CATALOG_TABLE)}${workspaceId === undefined ? "" : ` WHERE workspace_id = ${quoteString(workspaceId)}`}`;
+
+/**
+ * One event per row: workspace_id, type, event, name, count (messages), first_seen, last_seen
+ * (receipt times). States merge under new names, renamed outside: on 18.16 an alias named like a
+ * column would replace the column inside the -Merge function.
+ */
+export function eventCatalogSelect(database: string, workspaceId?: string): string {
+  return `SELECT workspace_id, type, event, name, n AS count, first AS first_seen, last AS last_seen
+FROM (
+  SELECT workspace_id, type, event, name, uniqMerge(count) AS n, minMerge(first_seen) AS first, maxMerge(last_seen) AS last
+  FROM ${shapes(database, workspaceId)}
+  GROUP BY workspace_id, type, event, name
+)`;
+}
+
+/** ClickHouse's transform() of a code letter into its name. */
+function decode(letter: string, codes: Readonly<Record<string, string>>): string {
+  const names = Object.keys(codes);
+  return `transform(${letter}, [${names.map((n) => quoteString(codes[n]!)).join(", ")}], [${names.map(quoteString).join(", ")}], '')`;
 }
 
 /**
- * One row of eventCatalogQuery: `event` a track's event name, `name` a page's or screen's name
- * (as in events); times are ClickHouse's text, `count` a decimal string.
+ * One key per row: workspace_id, type, event, name, source (properties, traits, context), key,
+ * types (the JSON types seen, sorted), count, first_seen, last_seen. Each shape's states are
+ * merged first, then spread over its keys and merged again per key: a message counts once per
+ * key whichever shapes it was counted in.
+ */
+export function propertyCatalogSelect(database: string, workspaceId?: string): string {
+  return `SELECT workspace_id, type, event, name, source, key, kinds AS types, n AS count, first AS first_seen, last AS last_seen
+FROM (
+  SELECT workspace_id, type, event, name,
+    ${decode("substring(entry, 1, 1)", SOURCE_CODES)} AS source,
+    substring(entry, 3) AS key,
+    arraySort(groupUniqArray(${decode("substring(entry, 2, 1)", TYPE_CODES)})) AS kinds,
+    uniqMerge(shape_count) AS n, min(shape_first) AS first, max(shape_last) AS last
+  FROM (
+    SELECT workspace_id, type, event, name, argMaxMerge(keys) AS shape_keys, uniqMergeState(count) AS shape_count,
+      minMerge(first_seen) AS shape_first, maxMerge(last_seen) AS shape_last
+    FROM ${shapes(database, workspaceId)}
+    GROUP BY workspace_id, type, event, name, shape
+  )
+  ARRAY JOIN shape_keys AS entry
+  GROUP BY workspace_id, type, event, name, source, key
+)`;
+}
+
+/**
+ * Statements creating the two views, replacing those in `ours` (found to be ours by
+ * deploy/setup/ownership.ts) as analyst.ts viewsDdl does. On a cluster they read the Distributed
+ * catalog_shapes.
+ */
+export function catalogViewsDdl(dialect: Dialect, database: string, ours: ReadonlySet<string> = new Set(), cluster?: string): string[] {
+  const views: [string, string][] = [
+    [EVENT_CATALOG_VIEW, eventCatalogSelect(database)],
+    [PROPERTY_CATALOG_VIEW, propertyCatalogSelect(database)],
+  ];
+  return views.flatMap(([name, select]) => viewStatements(dialect, database, name, select, ours, cluster));
+}
+
+/**
+ * One row of the event catalog: `event` a track's event name, `name` a page's or screen's name
+ * (as in events); times are ClickHouse's text; count a decimal string (as readCatalog gives it).
  */
 export interface EventCatalogRow {
   workspace_id: string;
@@ -110,41 +155,19 @@ export interface EventCatalogRow {
   last_seen: string;
 }
 
-/** One row of propertyCatalogQuery; `types` the JSON types seen, sorted. */
+/** One row of the property catalog; `types` the JSON types seen, sorted. */
 export interface PropertyCatalogRow extends EventCatalogRow {
   source: string;
   key: string;
   types: string[];
 }
 
-/**
- * The merged states under new names, renamed outside: on 18.16 an alias named like a column
- * (count, first_seen) would replace the column inside the -Merge functions too.
- */
-function mergedQuery(table: string, keys: string[], order: string, database: string, workspaceId?: string): string {
-  const types = table === PROPERTY_CATALOG_TABLE;
-  return `SELECT ${keys.join(", ")},${types ? " kinds AS types," : ""} toString(n) AS count, toString(first) AS first_seen, toString(last) AS last_seen
-FROM (
-  SELECT ${keys.join(", ")},${types ? " arraySort(groupUniqArrayMerge(types)) AS kinds," : ""} uniqMerge(count) AS n, minMerge(first_seen) AS first, maxMerge(last_seen) AS last
-  FROM ${quoteIdent(database)}.${quoteIdent(table)}${workspaceId === undefined ? "" : `\n  WHERE workspace_id = ${quoteString(workspaceId)}`}
-  GROUP BY ${keys.join(", ")}
-)
-ORDER BY ${order}`;
-}
-
 /** The event catalog of one workspace (or all), most messages first. */
 export function eventCatalogQuery(database: string, workspaceId?: string): string {
-  return mergedQuery(
-    EVENT_CATALOG_TABLE,
-    ["workspace_id", "type", "event", "name"],
-    "workspace_id, n DESC, type, event, name",
-    database,
-    workspaceId,
-  );
+  return `${eventCatalogSelect(database, workspaceId)}\nORDER BY workspace_id, n DESC, type, event, name`;
 }
 
 /** The property catalog of one workspace (or all): per event, its keys by source, most messages first. */
 export function propertyCatalogQuery(database: string, workspaceId?: string): string {
-  const keys = ["workspace_id", "type", "event", "name", "source", "key"];
-  return mergedQuery(PROPERTY_CATALOG_TABLE, keys, "workspace_id, type, event, name, source, n DESC, key", database, workspaceId);
+  return `${propertyCatalogSelect(database, workspaceId)}\nORDER BY workspace_id, type, event, name, source, n DESC, key`;
 }

@@ -17,6 +17,7 @@ const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][
   ["extra", "String", "context"],
   ...ENRICHMENT_COLUMNS(d),
   ["catalog_keys", "Array(String)", "country"],
+  ["catalog_shape", "UInt64", "catalog_keys"],
 ];
 
 /** The enrichment columns (ingest/enrich.ts), in order, each after the previous one. */
@@ -57,7 +58,8 @@ function eventColumns(d: Dialect, withEventDate: boolean, cluster?: string): str
 ${ENRICHMENT_COLUMNS(d)
   .map(([name, type]) => `  ${name} ${type},`)
   .join("\n")}
-  catalog_keys Array(String)`;
+  catalog_keys Array(String),
+  catalog_shape UInt64`;
 }
 
 /**

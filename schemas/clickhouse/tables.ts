@@ -6,7 +6,7 @@
  */
 import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, onCluster, quoteIdent, storageName } from "./sql";
 import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "./analyst";
-import { EVENT_CATALOG_MV, EVENT_CATALOG_TABLE, PROPERTY_CATALOG_MV, PROPERTY_CATALOG_TABLE } from "./catalog";
+import { CATALOG_MV, CATALOG_TABLE, EVENT_CATALOG_VIEW, PROPERTY_CATALOG_VIEW } from "./catalog";
 
 /** Steps of setup that ran to the end (backfills), so a crashed one is run again. */
 export const MIGRATIONS_TABLE = "schema_migrations";
@@ -70,14 +70,7 @@ ORDER BY (workspace_id, requested_at, request_id)`;
 }
 
 /** Tables that, on a cluster, are Distributed over a `_local` Replicated table. */
-export const DISTRIBUTED_TABLES = [
-  USERS_TABLE,
-  IDENTITIES_TABLE,
-  REJECTED_TABLE,
-  PRIVACY_TABLE,
-  EVENT_CATALOG_TABLE,
-  PROPERTY_CATALOG_TABLE,
-] as const;
+export const DISTRIBUTED_TABLES = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, CATALOG_TABLE] as const;
 
 /**
  * Names migrate creates beside the events table: views, users, identities, the catalogs, their
@@ -92,10 +85,10 @@ export function reservedTableNames(cluster?: string): string[] {
     IDENTITIES_TABLE,
     USERS_MV,
     IDENTITIES_MV,
-    EVENT_CATALOG_TABLE,
-    PROPERTY_CATALOG_TABLE,
-    EVENT_CATALOG_MV,
-    PROPERTY_CATALOG_MV,
+    CATALOG_TABLE,
+    CATALOG_MV,
+    EVENT_CATALOG_VIEW,
+    PROPERTY_CATALOG_VIEW,
     REJECTED_TABLE,
     MIGRATIONS_TABLE,
     PRIVACY_TABLE,

@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     bare.kill("SIGTERM");
     figures.http_ceiling_events_per_s = http.reqPerSec * BATCH;
 
-    const enrich = enrichCost(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[]);
+    const enrich = enrichCost(messages);
     figures.enrich_us_per_event = enrich.cached;
     figures.enrich_uncached_us_per_event = enrich.uncached;
 

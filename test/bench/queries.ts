@@ -3,7 +3,9 @@
  * previous release (no partitions, ORDER BY workspace_id, message_id) and on the current one
  * (time-ordered, with `users` and `identities`), on ClickHouse 18.16 (the local server) and on
  * current ClickHouse (chdb), over QUERY_BENCH_ROWS generated events (default 20,000,000).
- * Prints a table, then one JSON line. A refused statement or a lost server ends it non-zero after
+ * Then the property queries of docs/QUERIES.md on the current layout, with `plan`, `revenue` and
+ * `utm_source` read from the JSON text ("old") and from materialized columns ("new"), after
+ * timing `properties materialize` of each. Prints a table, then one JSON line. A refused statement or a lost server ends it non-zero after
  * a best-effort drop of the scratch databases; old and new answers that differ are notes only.
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
@@ -16,9 +18,16 @@ import { clientSql, serverVersion, type Sql } from "../../schemas/clickhouse/cli
 import { migrate } from "../../deploy/setup/migrate";
 import { insertSql, plan, type Plan } from "./query-data";
 import { Chdb } from "../support/chdb";
-import { readmeQueries } from "../support/queries-doc";
+import { propertyQueries, readmeQueries } from "../support/queries-doc";
+import { materializeKey } from "../../deploy/commands/properties";
 
 const OLD_DB = "bench_queries_old";
+/** The keys the property queries of docs/QUERIES.md read, materialized from properties with these types. */
+const PROPERTY_KEYS = [
+  ["plan", "String"],
+  ["revenue", "Float64"],
+  ["utm_source", "String"],
+] as const;
 const NEW_DB = "bench_queries_new";
 
 /** Settings read once from the environment. */
@@ -218,6 +227,35 @@ async function benchEngine(label: string, engine: Engine, p: Plan, notes: string
       timings[q.name] = { old_s: old.seconds, new_s: now.seconds };
       const differs = difference(old.rows, now.rows);
       if (differs !== undefined) notes.push(`${label}, ${q.name}: old and new answers differ: ${differs}`);
+    }
+    // Property queries, on the new layout: "old" reads the JSON text (visitParam*, the faster text
+    // reader and the one both engines have), "new" the materialized columns made here.
+    for (const [key, type] of PROPERTY_KEYS) {
+      const started = performance.now();
+      const made = await materializeKey(
+        sql,
+        { url: "", username: "", password: "", database: NEW_DB, table: "events" },
+        "properties",
+        key,
+        type,
+      );
+      if (!made.ok) throw new Error(made.error);
+      notes.push(
+        `${label}: materialize ${made.column} (${made.type}) over ${p.rows} rows: ${((performance.now() - started) / 1000).toFixed(1)} s (${made.filled})`,
+      );
+    }
+    await settle(sql);
+    for (const q of propertyQueries()) {
+      const text = q.sql.replace(/\bprop_(\w+)/g, (_m, key: string) =>
+        PROPERTY_KEYS.some(([k, t]) => k === key && t === "Float64")
+          ? `visitParamExtractFloat(properties, '${key}')`
+          : `visitParamExtractString(properties, '${key}')`,
+      );
+      const old = await timed(await engine.use(NEW_DB), text);
+      const now = await timed(await engine.use(NEW_DB), q.sql);
+      timings[q.name] = { old_s: old.seconds, new_s: now.seconds };
+      const differs = difference(old.rows, now.rows);
+      if (differs !== undefined) notes.push(`${label}, ${q.name}: text and column answers differ: ${differs}`);
     }
     return timings;
   } finally {

@@ -66,7 +66,7 @@ export function insertSql(database: string, p: Plan, from: number, count: number
     sent_at: "if(clockless, NULL, toDateTime(ts))",
     received_at: `toDateTime(ts + if(clockless, 0, 1 + cityHash64(k, 8) % 4) + if(retry, 60 + n % 3600, 0))`,
     properties: `multiIf(
-      kind = 'track', concat('{"product_id":"p', toString(x), '","sku":"SKU-', toString(x * 7), '","name":"Product ', toString(x), '","price":', ${price}, ',"currency":"USD","quantity":', toString(1 + x % 4), ',"category":"', ${list(CATEGORIES, "x")}, '"}'),
+      kind = 'track', concat('{"product_id":"p', toString(x), '","sku":"SKU-', toString(x * 7), '","name":"Product ', toString(x), '","price":', ${price}, ',"currency":"USD","quantity":', toString(1 + x % 4), ',"category":"', ${list(CATEGORIES, "x")}, '","revenue":', ${price}, ',"plan":"', ${list(["free", "pro", "team"], "cityHash64(uix, 11)")}, '","utm_source":"', ${list(["google", "newsletter", "partner", "direct", "twitter"], "cityHash64(k, 12)")}, '"}'),
       kind = 'page', concat('{"path":"/', lower(${page}), '/', toString(x), '","url":"https://shop.example.com/', lower(${page}), '/', toString(x), '","title":"', ${page}, ' | Shop","referrer":"https://www.google.com/search?q=', toString(x), '","search":""}'),
       kind = 'screen', concat('{"screen_id":"s', toString(x), '","orientation":"portrait","build":"', toString(100 + x % 7), '"}'),
       '{}')`,
@@ -82,7 +82,8 @@ export function insertSql(database: string, p: Plan, from: number, count: number
     device_type: `${list(["desktop", "desktop", "mobile"], "(owner + dev)")}`,
     is_bot: "toUInt8(0)",
     country: `${list(["US", "DE", "GB", "FR", "JP", "BR"], "owner")}`,
-    catalog_keys: "arrayMap(k -> concat('properties:string:', k), ['product_id', 'sku', 'name'])",
+    catalog_shape: "if(kind = 'track', toUInt64(1), toUInt64(2))",
+    catalog_keys: `if(kind = 'track', ['psproduct_id', 'pssku', 'psname', 'pnprice', 'pscurrency', 'pnquantity', 'pscategory', 'pnrevenue', 'psplan', 'psutm_source', 'csip', 'csuserAgent', 'colibrary'], ['csip', 'csuserAgent', 'colibrary'])`,
   };
   // 60% track, 25% page, 8% identify, 4% screen, 2% group, 1% alias; ~25% of rows anonymous
   // (track, page and screen only); the first 8 messages are identifies of user 1043.

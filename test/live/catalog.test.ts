@@ -1,28 +1,28 @@
 /**
- * The catalogs (schemas/clickhouse/catalog.ts) on both engines, ClickHouse 18.16 (the live local
+ * The catalog views (schemas/clickhouse/catalog.ts) on both engines, ClickHouse 18.16 (the live local
  * server) and current ClickHouse (chdb): rows inserted as the sink inserts them, a retry of two
- * messages in a later insert, and the catalogs count each message once, keep the first and last
+ * messages in a later insert (only the shape's hash: its list went out earlier), and the catalogs count each message once, keep the first and last
  * receipt and every JSON type a key was sent with; the enrichment columns reach the type views.
  */
-import { createClient } from "@clickhouse/client";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { clientSql, type Sql } from "../../schemas/clickhouse/client";
-import { eventCatalogQuery, propertyCatalogQuery, type EventCatalogRow, type PropertyCatalogRow } from "../../schemas/clickhouse/catalog";
-import { clickhouseConfig } from "../../schemas/config";
+import type { Sql } from "../../schemas/clickhouse/client";
+import { readCatalog } from "../../deploy/commands/catalog";
 import type { Message } from "../../schemas/messages";
 import { messageRow } from "../../schemas/row";
 import type { Enrichment } from "../../schemas/enrichment";
 import { migrate } from "../../deploy/setup/migrate";
-import { Chdb } from "../support/chdb";
+import { openCurrentEngine, openLegacyServer, type OpenEngine } from "../support/engines";
 
 const BOT: Enrichment = { browser: "", browser_version: "", os: "", device_type: "bot", is_bot: 1, country: "FR" };
 
-function line(message: Message, receivedAt: string, enrichment?: Enrichment): string {
+/** A row as the sink inserts it; `listed` false: only its shape's hash, as the ingest sends once the list went out (ingest/catalog.ts). */
+function line(message: Message, receivedAt: string, enrichment?: Enrichment, listed = true): string {
   const context = { ip: "198.51.100.0", userAgent: "Googlebot/2.1" };
   const time = "2026-11-20T10:00:00.000Z";
   const stamp = { workspaceId: "ws1", receivedAt, sentAt: null, originalTimestamp: time, timestamp: time, context };
-  return JSON.stringify(messageRow(message, enrichment === undefined ? stamp : { ...stamp, enrichment }));
+  const row = messageRow(message, enrichment === undefined ? stamp : { ...stamp, enrichment });
+  return JSON.stringify(listed ? row : { ...row, catalog_keys: [] });
 }
 
 const order = (id: string, plan: unknown): Message => ({
@@ -33,7 +33,7 @@ const order = (id: string, plan: unknown): Message => ({
   properties: { plan, revenue: 10 },
 });
 
-function catalogSuite(name: string, open: () => Promise<{ sql: Sql; close: () => Promise<void> }>, database: string) {
+function catalogSuite(name: string, open: () => Promise<OpenEngine>, database: string) {
   const s = suite(name);
   let sql: Sql;
   let close: () => Promise<void>;
@@ -52,14 +52,17 @@ function catalogSuite(name: string, open: () => Promise<{ sql: Sql; close: () =>
     const page: Message = { type: "page", messageId: "p1", anonymousId: "a1", name: "Home", properties: { path: "/" } };
     await insert([
       line(order("m1", "pro"), "2026-11-24T10:00:00.000Z", BOT),
-      line(order("m2", "team"), "2026-11-24T10:00:01.000Z"),
+      line(order("m2", "team"), "2026-11-24T10:00:01.000Z", undefined, false), // m1's shape, listed by m1
       line(order("m3", 3), "2026-11-24T10:00:02.000Z"),
       line(page, "2026-11-24T10:00:03.000Z"),
     ]);
     // the SDK's retries of m1 and m2, in a later insert (another sink flush)
-    await insert([line(order("m1", "pro"), "2026-11-24T10:00:09.000Z", BOT), line(order("m2", "team"), "2026-11-24T10:00:10.000Z")]);
+    await insert([
+      line(order("m1", "pro"), "2026-11-24T10:00:09.000Z", BOT, false),
+      line(order("m2", "team"), "2026-11-24T10:00:10.000Z", undefined, false),
+    ]);
     for (const pass of ["as inserted", "after merges"]) {
-      const events = await sql.rows<EventCatalogRow>(eventCatalogQuery(database, "ws1"));
+      const { events, properties } = await readCatalog(sql, database, "ws1");
       assert.equal(
         events.map((r) => [r.type, r.event || r.name, r.count]),
         [
@@ -70,7 +73,6 @@ function catalogSuite(name: string, open: () => Promise<{ sql: Sql; close: () =>
       );
       assert.match(events[0]!.first_seen, /^2026-11-24 10:00:00/);
       assert.match(events[0]!.last_seen, /^2026-11-24 10:00:10/);
-      const properties = await sql.rows<PropertyCatalogRow>(propertyCatalogQuery(database, "ws1"));
       const of = (event: string, source: string, key: string) =>
         properties.find((r) => (r.event || r.name) === event && r.source === source && r.key === key);
       assert.equal(of("Order Completed", "properties", "plan")?.types, ["number", "string"], pass);
@@ -80,7 +82,7 @@ function catalogSuite(name: string, open: () => Promise<{ sql: Sql; close: () =>
       assert.is(of("Home", "properties", "path")?.count, "1");
       assert.is(of("Home", "properties", "plan"), undefined);
       assert.is(properties.length, 7); // plan, revenue, ip, userAgent of the order; path, ip, userAgent of the page
-      for (const table of ["events", "event_catalog", "property_catalog"]) await sql.command(`OPTIMIZE TABLE ${database}.${table} FINAL`);
+      for (const table of ["events", "catalog_shapes"]) await sql.command(`OPTIMIZE TABLE ${database}.${table} FINAL`);
     }
   });
 
@@ -101,28 +103,5 @@ function catalogSuite(name: string, open: () => Promise<{ sql: Sql; close: () =>
   s.run();
 }
 
-catalogSuite(
-  "catalog on ClickHouse 18.16 (live server)",
-  async () => {
-    const c = clickhouseConfig(process.env);
-    // as the sink inserts: ISO 8601 times read with best_effort (sink/writer.ts)
-    const client = createClient({
-      url: c.url,
-      username: c.username,
-      password: c.password,
-      clickhouse_settings: { date_time_input_format: "best_effort" },
-    });
-    return { sql: clientSql(client), close: () => client.close() };
-  },
-  "test_catalog_legacy",
-);
-
-catalogSuite(
-  "catalog on current ClickHouse (chdb)",
-  async () => {
-    const chdb = new Chdb();
-    await chdb.start();
-    return { sql: chdb, close: () => chdb.close() };
-  },
-  "test_catalog_current",
-);
+catalogSuite("catalog on ClickHouse 18.16 (live server)", openLegacyServer, "test_catalog_legacy");
+catalogSuite("catalog on current ClickHouse (chdb)", openCurrentEngine, "test_catalog_current");

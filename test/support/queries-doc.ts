@@ -6,11 +6,21 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "./paths";
 
-/** The queries of docs/QUERIES.md, in their order there. */
-export function readmeQueries(): { name: string; sql: string }[] {
+/** Every ```sql block of docs/QUERIES.md, in order. */
+function docQueries(): { name: string; sql: string }[] {
   const readme = readFileSync(join(ROOT, "docs", "QUERIES.md"), "utf8");
   return [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => ({
     name: m[1]!.split("\n")[0]!.replace(/^--\s*/, ""),
     sql: m[1]!.trim(),
   }));
+}
+
+/** The example queries of docs/QUERIES.md, in their order there, but the property queries. */
+export function readmeQueries(): { name: string; sql: string }[] {
+  return docQueries().filter((q) => !q.name.startsWith("property"));
+}
+
+/** The property queries of docs/QUERIES.md (named `property: ...`): they read materialized key columns. */
+export function propertyQueries(): { name: string; sql: string }[] {
+  return docQueries().filter((q) => q.name.startsWith("property"));
 }

@@ -7,6 +7,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { RejectedEnvelope } from "../../../schemas/envelope";
 import { basicAuth, inProcessIngest, type InProcessIngest } from "../../support/ingest-app";
+import { SentShapes } from "../../../ingest/catalog";
+import type { EventRow } from "../../../schemas/row";
 
 const app = suite("ingest app, in process");
 let ingest: InProcessIngest;
@@ -101,6 +103,35 @@ app("a message without messageId is refused naming messageId (none is made up, s
   assert.is(response.status, 400);
   assert.match(JSON.stringify(await response.json()), "messageId");
   assert.is(ingest.produced.filter((r) => !r.rejected).length, 0);
+});
+
+app("a shape's key list goes out until a request listing it is acknowledged, then only its hash", async () => {
+  await ingest.close();
+  ingest = await inProcessIngest({ contextPolicy: { anonymizeIp: false, shapes: new SentShapes() } });
+  let n = 0;
+  const send = async (event: string, count: number) => {
+    const start = ingest.produced.length;
+    const batch = Array.from({ length: count }, () => ({
+      type: "track",
+      messageId: `s-${n++}`,
+      userId: "u",
+      event,
+      properties: { plan: "pro" },
+    }));
+    const response = await post("/v1/batch", { batch });
+    const rows = ingest.produced.slice(start).map((r) => JSON.parse(r.value) as EventRow);
+    return { status: response.status, lists: rows.map((r) => r.catalog_keys.join(",")), shapes: new Set(rows.map((r) => r.catalog_shape)) };
+  };
+  ingest.failWith = Object.assign(new Error("broker down"), { name: "KafkaJSConnectionError", retriable: true });
+  assert.is((await send("Bought", 2)).status, 503, "not acknowledged: nothing counts as delivered");
+  ingest.failWith = undefined;
+  const first = await send("Bought", 3);
+  assert.equal(first.lists, ["psplan,csip", "", ""], "listed once per batch");
+  assert.is(first.shapes.size, 1);
+  const second = await send("Bought", 2);
+  assert.equal(second.lists, ["", ""], "acknowledged: only the hash");
+  assert.equal(second.shapes, first.shapes);
+  assert.equal((await send("Viewed", 2)).lists, ["psplan,csip", ""], "another event is another shape");
 });
 
 app.run();

@@ -4,6 +4,7 @@ import * as assert from "uvu/assert";
 import { decode, decodeRow } from "../../../sink/decode";
 import type { Envelope } from "../../../schemas/envelope";
 import { toRow } from "../../../schemas/row";
+import { catalogShape } from "../../../schemas/catalog-keys";
 
 const encode = (value: unknown) => Buffer.from(JSON.stringify(value));
 const base = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z" };
@@ -45,7 +46,8 @@ test("a track envelope becomes a row with JSON text columns", () => {
     context: '{"ip":"1.2.3.4"}',
     extra: "{}",
     ...NO_ENRICHMENT, // a format-1 envelope was not enriched by its ingest
-    catalog_keys: ["properties:number:price", "context:string:ip"],
+    catalog_keys: ["pnprice", "csip"],
+    catalog_shape: catalogShape({ price: 3 }, {}, { ip: "1.2.3.4" }),
   });
 });
 

@@ -1,7 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { catalogText } from "../../../../deploy/commands/catalog";
-import { catalogFeeds, eventCatalogQuery, propertyCatalogQuery } from "../../../../schemas/clickhouse/catalog";
+import { catalogFeed, catalogViewsDdl, eventCatalogQuery, propertyCatalogQuery } from "../../../../schemas/clickhouse/catalog";
+import { readsTable } from "../../../../deploy/setup/ownership";
 
 const row = { workspace_id: "ws1", type: "track", event: "Order\nCompleted", name: "", count: "3", first_seen: "a", last_seen: "b" };
 
@@ -18,16 +19,24 @@ test("catalogText: an aligned table each, names escaped to one line, types joine
   assert.match(text, /properties +plan +number\|string +3/);
 });
 
-test("catalog SQL: the workspace is quoted, feeds read the events table (its _local one on a cluster)", () => {
+test("catalog SQL: the workspace is quoted, the feed reads the events table (its _local one on a cluster)", () => {
   assert.match(eventCatalogQuery("db", "w'1"), /WHERE workspace_id = 'w\\'1'/);
   assert.not.match(propertyCatalogQuery("db"), /WHERE/);
-  const [events, properties] = catalogFeeds("legacy", "db", "events");
-  assert.match(events!.viewDdl, /TO `db`\.`event_catalog` AS SELECT[\s\S]*FROM `db`\.`events`\n/);
-  assert.match(properties!.viewDdl, /ARRAY JOIN catalog_keys AS entry/);
-  const clustered = catalogFeeds("current", "db", "events", "c1");
-  assert.match(clustered[0]!.viewDdl, /ON CLUSTER `c1` TO `db`\.`event_catalog_local` AS [\s\S]*FROM `db`\.`events_local`/);
-  assert.match(clustered[1]!.tableDdl[1]!, /Distributed\('c1', 'db', 'property_catalog_local'/);
-  assert.match(clustered[1]!.backfill, /^INSERT INTO `db`\.`property_catalog` SELECT[\s\S]*FROM `db`\.`events`\n/);
+  const feed = catalogFeed("legacy", "db", "events");
+  assert.match(feed.viewDdl, /TO `db`\.`catalog_shapes` AS SELECT[\s\S]*FROM `db`\.`events`\n/);
+  const clustered = catalogFeed("current", "db", "events", "c1");
+  assert.match(clustered.viewDdl, /ON CLUSTER `c1` TO `db`\.`catalog_shapes_local` AS [\s\S]*FROM `db`\.`events_local`/);
+  assert.match(clustered.tableDdl[1]!, /Distributed\('c1', 'db', 'catalog_shapes_local'/);
+  assert.match(clustered.backfill, /^INSERT INTO `db`\.`catalog_shapes` SELECT[\s\S]*FROM `db`\.`events`\n/);
+});
+
+test("the catalog views read catalog_shapes, are replaced only when ours, and setup knows them by that", () => {
+  const [events, properties] = catalogViewsDdl("current", "db");
+  assert.match(events!, /^CREATE VIEW `db`\.`event_catalog` AS /);
+  assert.ok(readsTable(properties!, "db", "catalog_shapes"));
+  assert.not.ok(readsTable("CREATE VIEW db.x AS SELECT 'FROM db.catalog_shapes' FROM db.other", "db", "catalog_shapes"));
+  assert.equal(catalogViewsDdl("legacy", "db", new Set(["event_catalog"])).slice(0, 1), ["DROP TABLE IF EXISTS `db`.`event_catalog`"]);
+  assert.match(catalogViewsDdl("current", "db", new Set(["property_catalog"]))[1]!, /^CREATE OR REPLACE VIEW `db`\.`property_catalog`/);
 });
 
 test.run();

@@ -83,8 +83,9 @@ pure("reservedTableNames and tableNameConflict", () => {
   const names = reservedTableNames();
   assert.equal([...names].sort(), [
     "aliases",
+    "catalog_shapes",
+    "catalog_shapes_mv",
     "event_catalog",
-    "event_catalog_mv",
     "groups",
     "identifies",
     "identities",
@@ -92,7 +93,6 @@ pure("reservedTableNames and tableNameConflict", () => {
     "pages",
     "privacy_requests",
     "property_catalog",
-    "property_catalog_mv",
     REJECTED_TABLE,
     "schema_migrations",
     "screens",

@@ -1,0 +1,123 @@
+/**
+ * `cli properties materialize <key> [--from properties|traits|context] [--type String|Float64|Int64|UInt8]`,
+ * `cli properties dematerialize <key> [--from ...]` and `cli properties list`: a column per hot
+ * key (schemas/clickhouse/materialize.ts), computed at every insert and written into the rows
+ * stored before it: on current ClickHouse by a MATERIALIZE COLUMN mutation, on 18.16 by
+ * rewriting each month partition that lacks it (OPTIMIZE ... FINAL). Idempotent: a column that
+ * exists is left as it is.
+ */
+import type { Sql } from "../../schemas/clickhouse/client";
+import { serverVersion } from "../../schemas/clickhouse/client";
+import { PROPERTY_CATALOG_VIEW } from "../../schemas/clickhouse/catalog";
+import {
+  addColumnDdl,
+  columnName,
+  dropColumnDdl,
+  fillPartitionsQuery,
+  materializeColumnDdl,
+  materializedColumnsQuery,
+  optimizePartitionDdl,
+  suggestedType,
+  type ColumnType,
+  type PropertySource,
+} from "../../schemas/clickhouse/materialize";
+import { columnsQuery, dialectFor, quoteIdent, quoteString, storageName } from "../../schemas/clickhouse/sql";
+import type { ClickHouseConfig } from "../../schemas/config";
+import { pollUntil } from "../../schemas/runtime/poll";
+import { sleep } from "../../schemas/runtime/retry";
+
+/** What `materialize` did: the column, its type, and how the stored rows were filled. */
+export type MaterializeResult =
+  { ok: true; column: string; type: ColumnType; existed: boolean; filled: string; seconds: number } | { ok: false; error: string };
+
+/** How long the fill may take before the command gives up (the column stays, computed at read), ms. */
+const FILL_WAIT_MS = 3_600_000;
+const POLL_MS = 500;
+
+async function hasColumn(sql: Sql, config: ClickHouseConfig, column: string): Promise<boolean> {
+  const names = await sql.rows<{ name: string }>(columnsQuery(config.database, storageName(config.table, config.cluster)));
+  return names.some((c) => c.name === column);
+}
+
+/** The JSON types the catalog saw for a key (all workspaces); none when the catalog is absent. */
+async function catalogTypes(sql: Sql, database: string, source: PropertySource, key: string): Promise<string[]> {
+  const query = `SELECT types FROM ${quoteIdent(database)}.${quoteIdent(PROPERTY_CATALOG_VIEW)} WHERE source = ${quoteString(source)} AND key = ${quoteString(key)}`;
+  const rows = await sql.rows<{ types: string[] }>(query).catch(() => [] as { types: string[] }[]);
+  return [...new Set(rows.flatMap((r) => r.types))];
+}
+
+/**
+ * Adds the key's column and fills it for stored rows. `type` unset: what the catalog saw
+ * (suggestedType). A key that cannot be a column is an error value; ClickHouse failures throw.
+ */
+export async function materializeKey(
+  sql: Sql,
+  config: ClickHouseConfig,
+  source: PropertySource,
+  key: string,
+  type?: ColumnType,
+): Promise<MaterializeResult> {
+  const named = columnName(source, key);
+  if (!named.ok) return named;
+  const { column } = named;
+  const started = Date.now();
+  const dialect = dialectFor(await serverVersion(sql));
+  const chosen = type ?? suggestedType(await catalogTypes(sql, config.database, source, key));
+  const existed = await hasColumn(sql, config, column);
+  if (!existed)
+    for (const ddl of addColumnDdl(dialect, config.database, config.table, column, { source, key, type: chosen }, config.cluster))
+      await sql.command(ddl);
+  const filled = dialect === "current" ? await fillByMutation(sql, config, column) : await fillByRewrite(sql, config, column);
+  return { ok: true, column, type: chosen, existed, filled, seconds: (Date.now() - started) / 1000 };
+}
+
+async function fillByMutation(sql: Sql, config: ClickHouseConfig, column: string): Promise<string> {
+  const table = storageName(config.table, config.cluster);
+  await sql.command(materializeColumnDdl(config.database, config.table, column, config.cluster));
+  const pending = `SELECT count() AS n FROM system.mutations
+WHERE database = ${quoteString(config.database)} AND table = ${quoteString(table)} AND NOT is_done`;
+  const done = async () => (Number((await sql.rows<{ n: string | number }>(pending))[0]?.n ?? 0) === 0 ? true : undefined);
+  if (!(await pollUntil(done, { intervalMs: POLL_MS, timeoutMs: FILL_WAIT_MS })))
+    throw new Error(`${column}: the MATERIALIZE COLUMN mutation did not finish within ${FILL_WAIT_MS} ms`);
+  return "MATERIALIZE COLUMN";
+}
+
+/** 18.16: rewrites every partition with a part lacking the column; a rewrite the server skipped (a merge in the way) is asked again. */
+async function fillByRewrite(sql: Sql, config: ClickHouseConfig, column: string): Promise<string> {
+  const table = storageName(config.table, config.cluster);
+  let rewritten = 0;
+  const deadline = Date.now() + FILL_WAIT_MS;
+  for (;;) {
+    const partitions = (await sql.rows<{ partition: string }>(fillPartitionsQuery(config.database, table, column))).map((p) => p.partition);
+    if (partitions.length === 0) return `${rewritten} partition rewrite(s)`;
+    if (Date.now() > deadline)
+      throw new Error(`${column}: ${partitions.length} partition(s) still lack the column after ${FILL_WAIT_MS} ms`);
+    if (rewritten > 0) await sleep(POLL_MS);
+    for (const partition of partitions) {
+      await sql.command(optimizePartitionDdl(config.database, config.table, partition, config.cluster));
+      rewritten++;
+    }
+  }
+}
+
+/** Drops the key's column; false when there was none. */
+export async function dematerializeKey(
+  sql: Sql,
+  config: ClickHouseConfig,
+  source: PropertySource,
+  key: string,
+): Promise<{ ok: true; dropped: boolean } | { ok: false; error: string }> {
+  const named = columnName(source, key);
+  if (!named.ok) return named;
+  if (!(await hasColumn(sql, config, named.column))) return { ok: true, dropped: false };
+  for (const ddl of dropColumnDdl(config.database, config.table, named.column, config.cluster)) await sql.command(ddl);
+  return { ok: true, dropped: true };
+}
+
+/** The materialized key columns of the events table (on a cluster, of `<table>_local`). */
+export function listMaterialized(
+  sql: Sql,
+  config: ClickHouseConfig,
+): Promise<{ name: string; type: string; kind: string; expression: string }[]> {
+  return sql.rows(materializedColumnsQuery(config.database, storageName(config.table, config.cluster)));
+}

@@ -1,0 +1,128 @@
+/**
+ * Materialized property columns: `prop_<key>` (from properties), `trait_<key>` (traits) or
+ * `ctx_<key>` (context), one top-level key of the JSON text computed by the server at every
+ * insert, so a filter or a GROUP BY on it reads a column instead of parsing JSON on every row
+ * (PostHog's answer to the same cost). Pure SQL; deploy/commands/properties.ts runs it. Current
+ * ClickHouse extracts with JSONExtract*, exactly at the top level; 18.16 has only visitParam*,
+ * which takes the first key of that name at any depth (`{"a":{"plan":1},"plan":2}` gives 1):
+ * there, materialize only keys no nested object repeats.
+ */
+import { Dialect, onCluster, quoteIdent, quoteString, storageName } from "./sql";
+
+/** Where a key is read from, and the prefix of its column. */
+export const COLUMN_PREFIXES = { properties: "prop_", traits: "trait_", context: "ctx_" } as const;
+export type PropertySource = keyof typeof COLUMN_PREFIXES;
+
+/** The column types a key may be stored as: String (any value's text), Float64 and Int64 (numbers), UInt8 (booleans). */
+export const COLUMN_TYPES = ["String", "Float64", "Int64", "UInt8"] as const;
+export type ColumnType = (typeof COLUMN_TYPES)[number];
+
+/** One materialized key. */
+export interface MaterializedKey {
+  source: PropertySource;
+  key: string;
+  type: ColumnType;
+}
+
+/**
+ * The column of a key, or why it cannot have one (an error value): keys of letters, digits and
+ * `_`, starting with a letter or `_`, up to 64 characters, map to a column of the same spelling;
+ * any other key would need a renaming that two keys could share.
+ */
+export function columnName(source: PropertySource, key: string): { ok: true; column: string } | { ok: false; error: string } {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(key))
+    return {
+      ok: false,
+      error: `${source}.${JSON.stringify(key)} cannot be a column: a key of letters, digits and _ (at most 64, not starting with a digit) maps to ${COLUMN_PREFIXES[source]}<key>`,
+    };
+  return { ok: true, column: `${COLUMN_PREFIXES[source]}${key}` };
+}
+
+const EXTRACT: Record<Dialect, Record<ColumnType, string>> = {
+  current: { String: "JSONExtractString", Float64: "JSONExtractFloat", Int64: "JSONExtractInt", UInt8: "JSONExtractBool" },
+  legacy: {
+    String: "visitParamExtractString",
+    Float64: "visitParamExtractFloat",
+    Int64: "visitParamExtractInt",
+    UInt8: "visitParamExtractBool",
+  },
+};
+
+/** The expression computing a key's value from its JSON text column ('' or 0 when absent). */
+export function extractExpression(dialect: Dialect, m: MaterializedKey): string {
+  return `${EXTRACT[dialect][m.type]}(${m.source}, ${quoteString(m.key)})`;
+}
+
+/**
+ * `ALTER TABLE ... ADD COLUMN` for a key: MATERIALIZED on one server; on a cluster DEFAULT (the same
+ * expression) on `<table>_local` and the Distributed `<table>`, ON CLUSTER, as the events table's
+ * event_date: the Distributed table computes the value and sends it on, which 18.16 refuses for
+ * a MATERIALIZED column. `column` is columnName's.
+ */
+export function addColumnDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  column: string,
+  m: MaterializedKey,
+  cluster?: string,
+): string[] {
+  const kind = cluster === undefined ? "MATERIALIZED" : "DEFAULT";
+  const tables = cluster === undefined ? [table] : [storageName(table, cluster), table];
+  return tables.map(
+    (t) =>
+      `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} ADD COLUMN ${quoteIdent(column)} ${m.type} ${kind} ${extractExpression(dialect, m)}`,
+  );
+}
+
+/** `ALTER TABLE ... DROP COLUMN` of a key's column (on a cluster, the Distributed table first, then `_local`). */
+export function dropColumnDdl(database: string, table: string, column: string, cluster?: string): string[] {
+  const tables = cluster === undefined ? [table] : [table, storageName(table, cluster)];
+  return tables.map((t) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} DROP COLUMN ${quoteIdent(column)}`);
+}
+
+/**
+ * Current ClickHouse: the mutation writing the column into the parts stored before it existed
+ * (they compute it at every read until then). 18.16 has no such ALTER: see fillPartitionsQuery.
+ */
+export function materializeColumnDdl(database: string, table: string, column: string, cluster?: string): string {
+  return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} MATERIALIZE COLUMN ${quoteIdent(column)}`;
+}
+
+/**
+ * 18.16: the partitions (column `partition`, as system.parts gives it) holding an active part
+ * without the column. Rewriting each with OPTIMIZE ... FINAL (optimizePartitionDdl) writes the
+ * column (18.16 refuses an UPDATE of a MATERIALIZED column); it also collapses retries, as a
+ * merge does, and costs a rewrite of the partition.
+ */
+export function fillPartitionsQuery(database: string, table: string, column: string): string {
+  const where = `database = ${quoteString(database)} AND table = ${quoteString(table)} AND active`;
+  return `SELECT DISTINCT partition FROM system.parts
+WHERE ${where} AND name NOT IN (SELECT name FROM system.parts_columns WHERE ${where} AND column = ${quoteString(column)})
+ORDER BY partition`;
+}
+
+/** `OPTIMIZE TABLE ... PARTITION <p> FINAL` for a month partition (YYYYMM, as the events table's). Throws on another shape. */
+export function optimizePartitionDdl(database: string, table: string, partition: string, cluster?: string): string {
+  if (!/^\d{6}$/.test(partition)) throw new Error(`not a month partition: ${partition}`);
+  return `OPTIMIZE TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} PARTITION ${partition} FINAL`;
+}
+
+/** The materialized key columns of a table: name, type, expression (system.columns). */
+export function materializedColumnsQuery(database: string, table: string): string {
+  return `SELECT name, type, default_kind AS kind, default_expression AS expression FROM system.columns
+WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND default_kind IN ('MATERIALIZED', 'DEFAULT')
+  AND match(name, '^(prop|trait|ctx)_')
+ORDER BY name`;
+}
+
+/**
+ * The type a key's values suggest, from the JSON types the catalog saw (property_catalog
+ * `types`): Float64 for numbers only, UInt8 for booleans only, else String.
+ */
+export function suggestedType(jsonTypes: readonly string[]): ColumnType {
+  const seen = jsonTypes.filter((t) => t !== "null");
+  if (seen.length === 1 && seen[0] === "number") return "Float64";
+  if (seen.length === 1 && seen[0] === "boolean") return "UInt8";
+  return "String";
+}
