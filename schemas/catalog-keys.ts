@@ -41,34 +41,69 @@ function addKeys(keys: string[], source: string, value: unknown): void {
 
 /**
  * A 53-bit hash of what catalogKeys lists (the same keys, caps and codes), without making the
- * list: two FNV-1a lanes over each entry's codes and key. The ingest sends the list of a shape
- * once in a while and this hash always (schemas/clickhouse/catalog.ts). 0: no keys.
+ * list: two 32-bit lanes, each folding every entry's source, type and key hash in order. The
+ * ingest sends the list of a shape once in a while and this hash always
+ * (schemas/clickhouse/catalog.ts). 0: no keys.
  */
 export function catalogShape(properties: unknown, traits: unknown, context: unknown): number {
-  const lanes = { a: 0x811c9dc5, b: 0x01000193 ^ 0x5bd1e995, n: 0 };
-  foldKeys(lanes, SOURCE_CODES.properties, properties);
-  foldKeys(lanes, SOURCE_CODES.traits, traits);
-  foldKeys(lanes, SOURCE_CODES.context, context);
+  const lanes = { a: 0x811c9dc5, b: 0x5bd1e995, n: 0 };
+  foldKeys(lanes, 1, properties);
+  foldKeys(lanes, 2, traits);
+  foldKeys(lanes, 3, context);
   return lanes.n === 0 ? 0 : (lanes.b >>> 11) * 0x100000000 + (lanes.a >>> 0);
 }
 
-function foldKeys(lanes: { a: number; b: number; n: number }, source: string, value: unknown): void {
+function foldKeys(lanes: { a: number; b: number; n: number }, source: number, value: unknown): void {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return;
   let n = 0;
   for (const key in value) {
     if (key.length > CATALOG_KEY_CHARS) continue;
     if (++n > CATALOG_KEYS_PER_OBJECT) return;
     lanes.n++;
-    fold(lanes, source.charCodeAt(0));
-    fold(lanes, typeCode((value as Record<string, unknown>)[key]).charCodeAt(0));
-    for (let i = 0; i < key.length; i++) fold(lanes, key.charCodeAt(i));
-    fold(lanes, 0x10000); // a separator no UTF-16 unit equals: no two lists hash alike by concatenation
+    const h = keyHash(key);
+    const tag = (source << 4) | typeNumber((value as Record<string, unknown>)[key]);
+    lanes.a = Math.imul(Math.imul(lanes.a ^ tag, 0x01000193) ^ h.a, 0x01000193);
+    lanes.b = Math.imul(Math.imul(lanes.b ^ tag, 0x5bd1e995) ^ h.b, 0x5bd1e995) ^ (lanes.b >>> 15);
   }
 }
 
-function fold(lanes: { a: number; b: number }, c: number): void {
-  lanes.a = Math.imul(lanes.a ^ c, 0x01000193);
-  lanes.b = Math.imul(lanes.b ^ c, 0x01000193) ^ (lanes.b >>> 15);
+/** Hashes of keys seen, kept because the same keys come again and again; cleared when full (hostile keys stay bounded). */
+const KEY_HASHES = new Map<string, { a: number; b: number }>();
+const KEY_HASHES_MAX = 20_000;
+
+/** Two 32-bit FNV-1a-style hashes of a key (with different primes), from KEY_HASHES when seen. */
+function keyHash(key: string): { a: number; b: number } {
+  let h = KEY_HASHES.get(key);
+  if (h === undefined) {
+    let a = 0x811c9dc5;
+    let b = 0x01000193;
+    for (let i = 0; i < key.length; i++) {
+      const c = key.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 13);
+    }
+    if (KEY_HASHES.size >= KEY_HASHES_MAX) KEY_HASHES.clear();
+    h = { a, b: Math.imul(b ^ key.length, 0x5bd1e995) };
+    KEY_HASHES.set(key, h);
+  }
+  return h;
+}
+
+/** A JSON value's type as a small number (1 string ... 6 null). */
+function typeNumber(value: unknown): number {
+  if (value === null) return 6;
+  switch (typeof value) {
+    case "string":
+      return 1;
+    case "number":
+      return 2;
+    case "boolean":
+      return 3;
+    case "object":
+      return Array.isArray(value) ? 5 : 4;
+    default:
+      return 6;
+  }
 }
 
 /** The code letter of a JSON value's type. */

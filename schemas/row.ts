@@ -41,8 +41,12 @@ export interface EventRow extends Enrichment {
   context: string;
   /** JSON text of every other top-level field the client sent (integrations, channel, ...). */
   extra: string;
-  /** `<source>:<type>:<key>` for each top-level key of properties, traits and context (schemas/catalog-keys.ts). */
-  catalog_keys: string[];
+  /**
+   * Each top-level key of properties, traits and context with its JSON type (schemas/catalog-keys.ts);
+   * undefined when the ingest sent this shape's list lately (ingest/catalog.ts): JSON.stringify
+   * leaves it out of the line and ClickHouse stores [].
+   */
+  catalog_keys: string[] | undefined;
   /** catalogShape of the same keys: the catalog's group (its list is sent once in a while, schemas/clickhouse/catalog.ts). */
   catalog_shape: number;
 }
@@ -167,7 +171,7 @@ export interface RowStamp {
   batchFields?: Readonly<Record<string, unknown>>;
   /** What the ingest derived from the context (ingest/enrich.ts); absent: the defaults ('' and 0, device_type other). */
   enrichment?: Enrichment;
-  /** The message's catalogShape, and whether its key list was sent recently (then `catalog_keys` is []); absent: computed, list sent. */
+  /** The message's catalogShape, and whether its key list was sent recently (then `catalog_keys` is left out); absent: computed, list sent. */
   catalog?: { shape: number; sent: boolean };
 }
 
@@ -213,7 +217,7 @@ export function messageRow(m: Message, stamp: RowStamp): EventRow {
     context: jsonText(stamp.context),
     extra: extraText(m, stamp.clientTimeInExtra === true, stamp.batchFields),
     ...(stamp.enrichment ?? NO_ENRICHMENT),
-    catalog_keys: stamp.catalog?.sent === true ? [] : catalogKeys(properties, traits, stamp.context),
+    catalog_keys: stamp.catalog?.sent === true ? undefined : catalogKeys(properties, traits, stamp.context),
     catalog_shape: stamp.catalog?.shape ?? catalogShape(properties, traits, stamp.context),
   };
 }

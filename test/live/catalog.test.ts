@@ -22,7 +22,7 @@ function line(message: Message, receivedAt: string, enrichment?: Enrichment, lis
   const time = "2026-11-20T10:00:00.000Z";
   const stamp = { workspaceId: "ws1", receivedAt, sentAt: null, originalTimestamp: time, timestamp: time, context };
   const row = messageRow(message, enrichment === undefined ? stamp : { ...stamp, enrichment });
-  return JSON.stringify(listed ? row : { ...row, catalog_keys: [] });
+  return JSON.stringify(listed ? row : { ...row, catalog_keys: undefined });
 }
 
 const order = (id: string, plan: unknown): Message => ({
