@@ -120,7 +120,11 @@ app("a shape's key list goes out until a request listing it is acknowledged, the
     }));
     const response = await post("/v1/batch", { batch });
     const rows = ingest.produced.slice(start).map((r) => JSON.parse(r.value) as EventRow);
-    return { status: response.status, lists: rows.map((r) => (r.catalog_keys ?? []).join(",")), shapes: new Set(rows.map((r) => r.catalog_shape)) };
+    return {
+      status: response.status,
+      lists: rows.map((r) => (r.catalog_keys ?? []).join(",")),
+      shapes: new Set(rows.map((r) => r.catalog_shape)),
+    };
   };
   ingest.failWith = Object.assign(new Error("broker down"), { name: "KafkaJSConnectionError", retriable: true });
   assert.is((await send("Bought", 2)).status, 503, "not acknowledged: nothing counts as delivered");
