@@ -6,6 +6,11 @@
  * holds, so the commit after the insert covers exactly what was written.
  * ClickHouse on bulk inserts: https://clickhouse.com/docs/en/cloud/bestpractices/bulk-inserts
  */
+/** The steps that send a record to the DLQ: its decoding, or ClickHouse refusing its row. */
+export const DLQ_STEPS = ["decode", "insert"] as const;
+/** One of DLQ_STEPS. */
+export type DlqStep = (typeof DLQ_STEPS)[number];
+
 /** A record the sink will not store, with the original key and value kept for the DLQ. */
 export interface DeadLetter {
   partition: number;
@@ -14,7 +19,7 @@ export interface DeadLetter {
   value: Buffer | null;
   reason: string;
   /** The step that refused it. */
-  step: "decode" | "insert";
+  step: DlqStep;
 }
 
 /** A decoded row (for events: its JSONEachRow line) and where it came from (kept to dead-letter it if ClickHouse refuses it). */

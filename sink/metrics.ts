@@ -3,6 +3,7 @@
  * `sink_<noun>_<unit>`; labels are topic, partition, step and status only.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { DLQ_STEPS } from "./batch";
 
 /** The sink's metrics. */
 export interface SinkMetrics {
@@ -101,12 +102,7 @@ export function sinkMetrics(topics: string[], startedAt = Date.now(), dlqTopics:
       labelNames: ["topic"],
       registers: [registry],
     }),
-    dlqRecords: new Counter({
-      name: "sink_dlq_records_total",
-      help: "Records sent to the DLQ",
-      labelNames: ["step"],
-      registers: [registry],
-    }),
+    dlqRecords: dlqCounter(registry),
     consumerLag: new Gauge({
       name: "sink_consumer_lag_records",
       help: "Records between the committed offset and the high watermark",
@@ -121,4 +117,19 @@ export function sinkMetrics(topics: string[], startedAt = Date.now(), dlqTopics:
     }),
     commits: new Counter({ name: "sink_commits_total", help: "Offset commits, by outcome", labelNames: ["status"], registers: [registry] }),
   };
+}
+
+/**
+ * `sink_dlq_records_total{step}`, each step's series at 0 from the start: Prometheus's increase()
+ * sees the first dead letter only when the series existed before it (the DLQ alert, deploy/k8s/monitoring).
+ */
+function dlqCounter(registry: Registry): Counter<"step"> {
+  const counter = new Counter({
+    name: "sink_dlq_records_total",
+    help: "Records sent to the DLQ",
+    labelNames: ["step"],
+    registers: [registry],
+  });
+  for (const step of DLQ_STEPS) counter.inc({ step }, 0);
+  return counter;
 }

@@ -25,6 +25,21 @@ export const SCHEMA_PACKAGE_VERSION = "1.37.0";
  */
 export const KUBERNETES_VERSIONS = ["1.25.0", "1.37.0"] as const;
 
+/**
+ * Kinds of the operators' CRDs (Prometheus Operator, Strimzi, Altinity) in deploy/k8s/monitoring
+ * and deploy/k8s/operators. kubeconform skips them for now: their schemas are not installed yet
+ * (issue 27: validate them against the operators' own CRDs).
+ */
+export const OPERATOR_KINDS = [
+  "PrometheusRule",
+  "PodMonitor",
+  "Kafka",
+  "KafkaNodePool",
+  "KafkaTopic",
+  "ClickHouseInstallation",
+  "ClickHouseKeeperInstallation",
+] as const;
+
 /** One resource as kubeconform reports it (`-output json`). */
 export interface Result {
   filename: string;
@@ -88,6 +103,8 @@ export function kubeconform(root: string, paths: string[], kubernetesVersion: st
     kubernetesVersion,
     "-schema-location",
     location,
+    "-skip",
+    OPERATOR_KINDS.join(","),
   ];
   const run = spawnSync(kubeconformBinary(root), [...args, ...paths], { encoding: "utf8", timeout: 120_000 });
   if (run.error) throw run.error;

@@ -51,10 +51,18 @@ export function render(root: string, dir: string): Manifest[] {
   return parseManifests(build(root, dir));
 }
 
-/** The kustomizations to render: deploy/k8s/base, then every deploy/k8s/overlays/<name>, sorted. */
+/**
+ * The kustomizations to render: deploy/k8s/base, the other folders of deploy/k8s (monitoring,
+ * operators), then every deploy/k8s/overlays/<name>, each group sorted.
+ */
 export function kustomizations(root: string): string[] {
   const k8s = join(root, "deploy", "k8s");
   const overlays = join(k8s, "overlays");
   const names = existsSync(overlays) ? readdirSync(overlays).sort() : [];
-  return [join(k8s, "base"), ...names.map((n) => join(overlays, n))].filter((d) => existsSync(join(d, "kustomization.yaml")));
+  const others = readdirSync(k8s)
+    .filter((n) => n !== "base" && n !== "overlays")
+    .sort();
+  return [join(k8s, "base"), ...others.map((n) => join(k8s, n)), ...names.map((n) => join(overlays, n))].filter((d) =>
+    existsSync(join(d, "kustomization.yaml")),
+  );
 }

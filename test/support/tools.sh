@@ -9,6 +9,8 @@
 #   install_chdb         chdb-core, current ClickHouse in-process (PyPI)
 #   install_chromium     Debian's Chromium, driven by puppeteer-core (no download of its own)
 #   install_shellcheck   Debian's shellcheck, for the repository checks of the shell scripts
+#   install_prometheus   Debian's prometheus (2.42) and promtool, for the alert rules' checks and
+#                        the live alert test                                 -> PROMETHEUS, PROMTOOL
 # The versions are also named in test/support/kustomize.ts and test/support/kubeconform.ts.
 
 TOOLS_DIR="${STACK_DIR:-${ROOT:?}/.stack}"
@@ -58,4 +60,18 @@ install_shellcheck() {
   command -v shellcheck >/dev/null 2>&1 && return 0
   echo "test: installing shellcheck from Debian's packages (first run only)..."
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+}
+
+install_prometheus() {
+  export PROMETHEUS="${PROMETHEUS:-/usr/bin/prometheus}" PROMTOOL="${PROMTOOL:-/usr/bin/promtool}"
+  [[ -x $PROMETHEUS && -x $PROMTOOL ]] && return 0
+  echo "test: installing prometheus from Debian's packages (first run only)..."
+  # The package's service is not wanted: policy-rc.d 101 keeps it from starting.
+  local policy=/usr/sbin/policy-rc.d had=0
+  [[ -e $policy ]] && had=1
+  if ((!had)); then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"; fi
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  local rc=$?
+  ((had)) || rm -f "$policy"
+  return "$rc"
 }

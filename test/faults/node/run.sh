@@ -4,7 +4,8 @@
 # nothing else. Installs schemathesis if missing; stops what it started. Exits with uvu's status.
 #   FAULTS_DIST    the build tree to run (default dist, built if missing; another tree, such as one
 #                  from `npx tspc -p . --outDir dist-faults`, must be built first)
-#   FAULTS_FILES   uvu's pattern of the test files to run (default every *.test.js; one file: '^privacy\.test\.js$')
+#   FAULTS_FILES   uvu's pattern of the test files to run (default every *.test.js but alerts.test.js,
+#                  which `npm run test:alerts` runs; one file: '^privacy\.test\.js$')
 #   FAULTS_STACK_DIR, FAULTS_*_PORT   where the servers keep their data, and their ports
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -35,9 +36,12 @@ if ! python3 -c 'import schemathesis' 2>/dev/null; then
   echo "faults: installing schemathesis (API fuzzer, PyPI; first run only)..."
   python3 -m pip install --quiet --disable-pip-version-check "schemathesis>=3.39,<5" || exit 1
 fi
+# shellcheck source=../../support/tools.sh
+source test/support/tools.sh
+install_prometheus || exit 1
 stack_up || exit 1
 started=$SECONDS
-npx uvu "$DIST/test/faults/node" "${FAULTS_FILES:-\.test\.js$}"
+npx uvu "$DIST/test/faults/node" "${FAULTS_FILES:-^(?!alerts\.)[\w-]+\.test\.js$}"
 rc=$?
 echo "faults: $((SECONDS - started)) s; results in $FAULTS_RESULTS"
 exit "$rc"

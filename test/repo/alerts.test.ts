@@ -1,0 +1,140 @@
+/**
+ * The alerts, the scrape targets and the dashboard of deploy/k8s/monitoring, as the production
+ * overlay renders them (kustomize), checked with the real promtool (Debian's prometheus 2.42,
+ * test/support/tools.sh): `promtool check rules` on the rule groups, `promtool test rules` on
+ * test/repo/alerts.test.yaml, which must hold a firing and a quiet case of every alert; a copy
+ * with one threshold changed must fail those tests. Every runbook named has its section in
+ * docs/OPERATIONS.md; every metric the rules and the dashboard read is one the processes export,
+ * and no series is split by workspace. The live run against the local stack is test/faults/node/alerts.test.ts.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { parse, stringify } from "yaml";
+import { ingestMetrics } from "../../ingest/metrics";
+import { sinkMetrics } from "../../sink/metrics";
+import { findRoot, render, type Manifest } from "../support/kustomize";
+import { alertRules, dashboardExprs, exprMetrics, promtool } from "../support/alerts";
+
+const ROOT = findRoot(__dirname);
+const production = render(ROOT, join(ROOT, "deploy", "k8s", "overlays", "production"));
+const rule = production.find((m) => m.kind === "PrometheusRule");
+const groups = (rule?.spec?.groups ?? []) as Manifest[];
+const alerts = alertRules(groups);
+
+/** promtool's `test rules` on the test file, with `groups` as its rules.yaml; its exit code and output. */
+function runRuleTests(testGroups: Manifest[]): { status: number | null; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), "alerts-"));
+  try {
+    writeFileSync(join(dir, "rules.yaml"), stringify({ groups: testGroups }));
+    writeFileSync(join(dir, "alerts.test.yaml"), readFileSync(join(ROOT, "test", "repo", "alerts.test.yaml")));
+    return promtool(["test", "rules", join(dir, "alerts.test.yaml")]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("the production overlay holds the PrometheusRule, a PodMonitor per process and the dashboard for Grafana's sidecar", () => {
+  assert.ok(rule, "a PrometheusRule");
+  assert.equal(
+    production
+      .filter((m) => m.kind === "PodMonitor")
+      .map((m) => [m.spec.selector.matchLabels["app.kubernetes.io/component"], m.spec.podMetricsEndpoints[0].port])
+      .sort(),
+    [
+      ["ingest", "metrics"],
+      ["sink", "http"],
+    ],
+  );
+  const dashboard = production.find((m) => m.kind === "ConfigMap" && m.metadata.labels?.grafana_dashboard === "1");
+  assert.ok(dashboard, "a ConfigMap labelled grafana_dashboard");
+  const json = JSON.parse(Object.values(dashboard!.data as Record<string, string>)[0]!) as { panels: unknown[] };
+  assert.ok(json.panels.length >= 10, `${json.panels.length} panels`);
+  assert.ok(alerts.length >= 9, `${alerts.length} alerts`);
+});
+
+test("promtool check rules accepts the rule groups", () => {
+  const dir = mkdtempSync(join(tmpdir(), "alerts-"));
+  try {
+    writeFileSync(join(dir, "rules.yaml"), stringify({ groups }));
+    const run = promtool(["check", "rules", join(dir, "rules.yaml")]);
+    assert.is(run.status, 0, run.output);
+    assert.match(run.output, new RegExp(`SUCCESS: ${alerts.length} rules found`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("promtool test rules: every alert has a firing case and a quiet case, and all pass", () => {
+  const tests = parse(readFileSync(join(ROOT, "test", "repo", "alerts.test.yaml"), "utf8")) as {
+    tests: { alert_rule_test?: { alertname: string; exp_alerts?: unknown[] }[] }[];
+  };
+  const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
+  for (const { alert } of alerts) {
+    assert.ok(
+      cases.some((c) => c.alertname === alert && (c.exp_alerts ?? []).length > 0),
+      `${alert}: no case where it fires`,
+    );
+    assert.ok(
+      cases.some((c) => c.alertname === alert && (c.exp_alerts ?? []).length === 0),
+      `${alert}: no case where it stays quiet`,
+    );
+  }
+  const run = runRuleTests(groups);
+  assert.is(run.status, 0, run.output);
+  assert.match(run.output, "SUCCESS");
+});
+
+test("a rule with its threshold changed fails the rule tests", () => {
+  const broken = structuredClone(groups);
+  const sink = broken.flatMap((g) => g.rules as Manifest[]).find((r) => r.alert === "SegmentSinkNotInserting")!;
+  sink.expr = String(sink.expr).replace("> 60", "> 600");
+  const run = runRuleTests(broken);
+  assert.is.not(run.status, 0);
+  assert.match(run.output, "SegmentSinkNotInserting");
+});
+
+test("every runbook has its section in docs/OPERATIONS.md", () => {
+  const operations = readFileSync(join(ROOT, "docs", "OPERATIONS.md"), "utf8");
+  const anchors = new Set(
+    [...operations.matchAll(/^#+ (.+)$/gm)].map((m) =>
+      m[1]!
+        .toLowerCase()
+        .replace(/[^\w\- ]/g, "")
+        .replace(/ /g, "-"),
+    ),
+  );
+  for (const { alert, annotations } of alerts) {
+    const runbook = String(annotations.runbook ?? "");
+    assert.is(runbook, `docs/OPERATIONS.md#${alert.toLowerCase()}`, alert);
+    assert.ok(anchors.has(alert.toLowerCase()), `docs/OPERATIONS.md has no section ${alert}`);
+  }
+});
+
+test("the rules and the dashboard read only metrics the processes export, none split by workspace", async () => {
+  const exported = new Set<string>();
+  for (const registry of [ingestMetrics().registry, sinkMetrics(["events"]).registry]) {
+    for (const metric of await registry.getMetricsAsJSON()) {
+      const names = metric.type === ("histogram" as unknown) ? ["_bucket", "_sum", "_count"].map((s) => metric.name + s) : [metric.name];
+      for (const name of names) exported.add(name);
+      assert.not.ok(
+        (metric.values as { labels: Record<string, unknown> }[]).some((v) =>
+          Object.keys(v.labels).some((l) => /workspace|write_?key|user/i.test(l)),
+        ),
+        metric.name,
+      );
+    }
+  }
+  exported.add("up");
+  const exprs = [...alerts.map((a) => a.expr), ...dashboardExprs(production)];
+  assert.ok(exprs.length > 20, `${exprs.length} expressions`);
+  for (const expr of exprs) {
+    const metrics = exprMetrics(expr);
+    assert.ok(metrics.length > 0, expr);
+    for (const name of metrics) assert.ok(exported.has(name), `${name} (in ${expr.trim()}) is not exported`);
+  }
+});
+
+test.run();
