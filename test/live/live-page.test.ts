@@ -213,6 +213,17 @@ view("two ingest processes: the messages each of them acknowledged appear", asyn
       req.on("error", reject);
       req.end(body);
     });
+  // node:cluster hands connections only to workers already listening: wait for both (each opens
+  // its producer and the country database first, slower on a busy machine).
+  const listening = () =>
+    new Set(
+      stack
+        .ingest!.output()
+        .split("\n")
+        .filter((l) => l.includes('"msg":"ingest listening"'))
+        .map((l) => (JSON.parse(l) as { pid: number }).pid),
+    );
+  await waitFor("both ingest workers listening", async () => (listening().size >= 2 ? true : undefined), 30_000);
   const statuses = await Promise.all(Array.from({ length: 40 }, (_, n) => post(n)));
   assert.ok(statuses.every((s) => s === 200));
   const pids = new Set(
