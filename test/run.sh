@@ -20,7 +20,7 @@ npm run --silent build || exit 1
 rc=0
 npx uvu dist/test/unit '\.test\.js$' || rc=1
 
-{ install_kustomize && install_kubeconform && install_shellcheck && install_prometheus; } || exit 1
+{ install_kustomize && install_kubeconform && install_operator_schemas && install_shellcheck && install_prometheus; } || exit 1
 npx uvu dist/test/repo '\.test\.js$' || rc=1
 
 { install_chdb && install_chromium; } || exit 1
