@@ -5,7 +5,6 @@
  */
 import { type ClickHouseConfig } from "../schemas/config";
 import { partitionsQuery, partitionsToDrop, dropPartitionDdl } from "../schemas/clickhouse/events";
-import { storageName } from "../schemas/clickhouse/sql";
 import { Sql } from "../schemas/clickhouse/client";
 
 /**
@@ -15,10 +14,10 @@ import { Sql } from "../schemas/clickhouse/client";
  */
 export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, today: string): Promise<string[]> {
   if (config.retentionDays === undefined) return [];
-  // On a cluster, the partitions of the shard this server holds: rows are spread over the shards
-  // by a hash, so each holds every month that has more than a few rows.
+  // On a cluster, the partitions of every shard (one replica of each answers): a month with a
+  // few rows may be on one shard only.
   const { database, table, cluster } = config;
-  const ids = (await sql.rows<{ id: string }>(partitionsQuery(database, storageName(table, cluster)))).map((r) => r.id);
+  const ids = (await sql.rows<{ id: string }>(partitionsQuery(database, table, cluster))).map((r) => r.id);
   const expired = partitionsToDrop(ids, today, config.retentionDays);
   for (const id of expired) await sql.command(dropPartitionDdl(database, table, id, cluster));
   return expired;

@@ -12,6 +12,7 @@ import type { Admin, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { PRIVACY_TABLE } from "../../schemas/clickhouse/tables";
 import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
+import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import type { SetupConfig } from "../setup/config";
 import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
 import { followSuppressions } from "../../schemas/privacy/follower";
@@ -64,10 +65,6 @@ export async function runPrivacyRequest(
   await (await followSuppressions(kafka, config.kafka.suppressionsTopic, `${config.kafka.clientId}-cli`, list, log)).stop();
   const existing = list.get(workspaceId, userId);
   if (request.action === "unsuppress" && existing === undefined) throw new Error(`${workspaceId}/${userId} has no suppression to lift`);
-  // 18.16's ON CLUSTER queue failed on ALTER ... DELETE of replicated tables in the local cluster
-  // (two replicas of a shard both claimed the task); until a per-shard path is built, refuse.
-  if (request.action === "delete" && cluster !== undefined)
-    throw new Error("users delete is not built for CLICKHOUSE_CLUSTER yet; users suppress works there (README, Deleting a user)");
   const linked = await sql.rows<{ id: string }>(linkedIdsQuery(database, table, workspaceId, userId));
   const ids = [...new Set([userId, ...(existing?.ids ?? []), ...linked.map((r) => r.id)])];
   // The time of the request: a deletion covers what was received up to it, a suppression what comes after.
@@ -88,13 +85,14 @@ export async function runPrivacyRequest(
   const removed: PrivacyReport["removed"] = [];
   let sinkCaughtUp = true;
   if (request.action === "delete") {
-    const targets = deletionTargets(database, table, workspaceId, userId, ids, started / 1000);
+    const targets = deletionTargets(database, table, workspaceId, userId, ids, started / 1000, cluster);
     for (const target of targets)
-      removed.push({ table: target.table, rows: await deleteRows(sql, database, target, timing.mutationWaitMs) });
+      removed.push({ table: target.table, rows: await deleteRows(sql, database, target, timing.mutationWaitMs, cluster) });
     // A sink that fetched the user's records before it read the entry may store them after the
     // mutation began: once it passed the offsets of the request, delete again what it stored.
     sinkCaughtUp = await sinkPassed(kafka, config, ends, timing.sinkWaitMs);
-    for (const [i, target] of targets.entries()) removed[i]!.rows += await deleteRows(sql, database, target, timing.mutationWaitMs);
+    for (const [i, target] of targets.entries())
+      removed[i]!.rows += await deleteRows(sql, database, target, timing.mutationWaitMs, cluster);
   }
   await sql.command(auditInsert(database, requestId, request, started, ids, removed));
   // A sink holding the user's records in an open batch may store them after the second pass.
@@ -175,19 +173,19 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs:
 
 /**
  * Deletes a target's rows and waits until ClickHouse has applied the mutation (it runs in the
- * background: 18.16 has no lightweight delete and no mutations_sync). A mutation covers the parts
- * that exist when it starts; rows stored later are the second pass's. Returns the rows matched
- * before it.
+ * background: 18.16 has no lightweight delete and no mutations_sync), on a cluster on every
+ * replica (schemas/clickhouse/mutations.ts). A mutation covers the parts that exist when it
+ * starts; rows stored later are the second pass's. Returns the rows matched before it.
  */
-async function deleteRows(sql: Sql, database: string, target: DeletionTarget, waitMs: number): Promise<number> {
+async function deleteRows(sql: Sql, database: string, target: DeletionTarget, waitMs: number, cluster?: string): Promise<number> {
   const before = Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0);
   if (before === 0) return 0;
   await sql.command(target.mutation);
-  const pending = `SELECT count() AS n FROM system.mutations
-WHERE database = ${quoteString(database)} AND table = ${quoteString(target.table)} AND NOT is_done`;
-  const applied = async () => (Number((await sql.rows<{ n: string }>(pending))[0]?.n ?? 0) === 0 ? true : undefined);
+  const pending = await mutationWaiter(sql, database, target.storage, cluster);
+  let left: string[] = [];
+  const applied = async () => ((left = await pending()).length === 0 ? true : undefined);
   if (!(await pollUntil(applied, { intervalMs: MUTATION_POLL_MS, timeoutMs: waitMs })))
-    throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms`);
+    throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms (waiting: ${left.join(", ")})`);
   return before;
 }
 

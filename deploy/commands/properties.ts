@@ -23,6 +23,7 @@ import {
 } from "../../schemas/clickhouse/materialize";
 import { columnsQuery, dialectFor, quoteIdent, quoteString, storageName } from "../../schemas/clickhouse/sql";
 import type { ClickHouseConfig } from "../../schemas/config";
+import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import { pollUntil } from "../../schemas/runtime/poll";
 import { sleep } from "../../schemas/runtime/retry";
 
@@ -74,9 +75,8 @@ export async function materializeKey(
 async function fillByMutation(sql: Sql, config: ClickHouseConfig, column: string): Promise<string> {
   const table = storageName(config.table, config.cluster);
   await sql.command(materializeColumnDdl(config.database, config.table, column, config.cluster));
-  const pending = `SELECT count() AS n FROM system.mutations
-WHERE database = ${quoteString(config.database)} AND table = ${quoteString(table)} AND NOT is_done`;
-  const done = async () => (Number((await sql.rows<{ n: string | number }>(pending))[0]?.n ?? 0) === 0 ? true : undefined);
+  const pending = await mutationWaiter(sql, config.database, table, config.cluster);
+  const done = async () => ((await pending()).length === 0 ? true : undefined);
   if (!(await pollUntil(done, { intervalMs: POLL_MS, timeoutMs: FILL_WAIT_MS })))
     throw new Error(`${column}: the MATERIALIZE COLUMN mutation did not finish within ${FILL_WAIT_MS} ms`);
   return "MATERIALIZE COLUMN";
@@ -84,11 +84,12 @@ WHERE database = ${quoteString(config.database)} AND table = ${quoteString(table
 
 /** 18.16: rewrites every partition with a part lacking the column; a rewrite the server skipped (a merge in the way) is asked again. */
 async function fillByRewrite(sql: Sql, config: ClickHouseConfig, column: string): Promise<string> {
-  const table = storageName(config.table, config.cluster);
   let rewritten = 0;
   const deadline = Date.now() + FILL_WAIT_MS;
   for (;;) {
-    const partitions = (await sql.rows<{ partition: string }>(fillPartitionsQuery(config.database, table, column))).map((p) => p.partition);
+    const partitions = (
+      await sql.rows<{ partition: string }>(fillPartitionsQuery(config.database, config.table, column, config.cluster))
+    ).map((p) => p.partition);
     if (partitions.length === 0) return `${rewritten} partition rewrite(s)`;
     if (Date.now() > deadline)
       throw new Error(`${column}: ${partitions.length} partition(s) still lack the column after ${FILL_WAIT_MS} ms`);
@@ -110,7 +111,8 @@ export async function dematerializeKey(
   const named = columnName(source, key);
   if (!named.ok) return named;
   if (!(await hasColumn(sql, config, named.column))) return { ok: true, dropped: false };
-  for (const ddl of dropColumnDdl(config.database, config.table, named.column, config.cluster)) await sql.command(ddl);
+  const dialect = dialectFor(await serverVersion(sql));
+  for (const ddl of dropColumnDdl(dialect, config.database, config.table, named.column, config.cluster)) await sql.command(ddl);
   return { ok: true, dropped: true };
 }
 

@@ -95,6 +95,8 @@ start() {
   local started=$SECONDS
   STACK_DIR="$BASE/kafka-1" KAFKA_LIB="$BASE/lib" bash "$HERE/kafka.sh" jars
   zookeeper start
+  # Made here, once: the nodes start in parallel and would each write their own.
+  cluster_id >/dev/null
   each clickhouse start "${CH_NODES[@]}" || exit 1
   each node start "${NODES[@]}" || exit 1
   echo "cluster: ZooKeeper, 4 ClickHouse nodes (2 shards x 2 replicas) and 3 Kafka nodes ready in $((SECONDS - started)) s"

@@ -8,7 +8,7 @@
  * insert, and the columns added after the first release.
  */
 import { EVENT_ROW_COLUMNS } from "../row";
-import { Dialect, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
+import { Dialect, TYPES, alterDistributedDdl, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
 /** Columns added after the first release, with their types; migrations add them to old tables. */
 const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][] => [
@@ -161,10 +161,11 @@ export function partitionsToDrop(partitions: readonly string[], today: string, r
   });
 }
 
-/** The active partitions of a table, for partitionsToDrop. */
-export function partitionsQuery(database: string, table: string): string {
-  return `SELECT DISTINCT partition_id AS id FROM system.parts
-WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND active ORDER BY id`;
+/** The active partitions of the events table (on a cluster, of `<table>_local` on every shard), for partitionsToDrop. */
+export function partitionsQuery(database: string, table: string, cluster?: string): string {
+  const parts = cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
+  return `SELECT DISTINCT partition_id AS id FROM ${parts}
+WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(table, cluster))} AND active ORDER BY id`;
 }
 
 /**
@@ -227,8 +228,8 @@ export function partitionsPerInsert(serverValue: string | undefined): number {
 
 /**
  * `ALTER TABLE ... ADD COLUMN` for the columns a table made by an older release lacks, given the
- * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`); on a cluster, to `<table>_local` and
- * then `<table>`, ON CLUSTER.
+ * columns it has (18.16 has no `ADD COLUMN IF NOT EXISTS`); on a cluster, to `<table>_local` ON
+ * CLUSTER, then the Distributed `<table>` (alterDistributedDdl: made again on 18.16).
  */
 export function addColumnsDdl(
   dialect: Dialect,
@@ -237,14 +238,15 @@ export function addColumnsDdl(
   existing: ReadonlySet<string>,
   cluster?: string,
 ): string[] {
-  const tables = cluster === undefined ? [table] : [storageName(table, cluster), table];
-  return ADDED_COLUMNS(dialect)
+  const added = ADDED_COLUMNS(dialect)
     .filter(([name]) => !existing.has(name))
-    .flatMap(([name, type, after]) =>
-      tables.map(
-        (t) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} ADD COLUMN ${name} ${type} AFTER ${after}`,
-      ),
-    );
+    .map(([name, type, after]) => `ADD COLUMN ${name} ${type} AFTER ${after}`);
+  if (cluster === undefined) return added.map((add) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(table)} ${add}`);
+  if (added.length === 0) return [];
+  return [
+    ...added.map((add) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} ${add}`),
+    ...alterDistributedDdl(dialect, database, table, cluster, EVENTS_SHARDING_KEY, added.join(", ")),
+  ];
 }
 
 /**

@@ -7,7 +7,8 @@
  * which takes the first key of that name at any depth (`{"a":{"plan":1},"plan":2}` gives 1):
  * there, materialize only keys no nested object repeats.
  */
-import { Dialect, onCluster, quoteIdent, quoteString, storageName } from "./sql";
+import { EVENTS_SHARDING_KEY } from "./events";
+import { Dialect, alterDistributedDdl, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
 /** Where a key is read from, and the prefix of its column. */
 export const COLUMN_PREFIXES = { properties: "prop_", traits: "trait_", context: "ctx_" } as const;
@@ -55,9 +56,9 @@ export function extractExpression(dialect: Dialect, m: MaterializedKey): string 
 
 /**
  * `ALTER TABLE ... ADD COLUMN` for a key: MATERIALIZED on one server; on a cluster DEFAULT (the same
- * expression) on `<table>_local` and the Distributed `<table>`, ON CLUSTER, as the events table's
- * event_date: the Distributed table computes the value and sends it on, which 18.16 refuses for
- * a MATERIALIZED column. `column` is columnName's.
+ * expression) on `<table>_local` ON CLUSTER, then on the Distributed `<table>` (alterDistributedDdl:
+ * made again on 18.16), as the events table's event_date: the Distributed table computes the value
+ * and sends it on, which 18.16 refuses for a MATERIALIZED column. `column` is columnName's.
  */
 export function addColumnDdl(
   dialect: Dialect,
@@ -68,17 +69,24 @@ export function addColumnDdl(
   cluster?: string,
 ): string[] {
   const kind = cluster === undefined ? "MATERIALIZED" : "DEFAULT";
-  const tables = cluster === undefined ? [table] : [storageName(table, cluster), table];
-  return tables.map(
-    (t) =>
-      `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} ADD COLUMN ${quoteIdent(column)} ${m.type} ${kind} ${extractExpression(dialect, m)}`,
-  );
+  const add = `ADD COLUMN ${quoteIdent(column)} ${m.type} ${kind} ${extractExpression(dialect, m)}`;
+  if (cluster === undefined) return [`ALTER TABLE ${quoteIdent(database)}.${quoteIdent(table)} ${add}`];
+  return [
+    `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} ${add}`,
+    ...alterDistributedDdl(dialect, database, table, cluster, EVENTS_SHARDING_KEY, add),
+  ];
 }
 
-/** `ALTER TABLE ... DROP COLUMN` of a key's column (on a cluster, the Distributed table first, then `_local`). */
-export function dropColumnDdl(database: string, table: string, column: string, cluster?: string): string[] {
-  const tables = cluster === undefined ? [table] : [table, storageName(table, cluster)];
-  return tables.map((t) => `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(t)}${onCluster(cluster)} DROP COLUMN ${quoteIdent(column)}`);
+/**
+ * `ALTER TABLE ... DROP COLUMN` of a key's column; on a cluster, the Distributed table's first
+ * (alterDistributedDdl: on 18.16 made again without it, so after `_local`), then `_local`'s.
+ */
+export function dropColumnDdl(dialect: Dialect, database: string, table: string, column: string, cluster?: string): string[] {
+  const drop = `DROP COLUMN ${quoteIdent(column)}`;
+  const local = `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} ${drop}`;
+  if (cluster === undefined) return [local];
+  const distributed = alterDistributedDdl(dialect, database, table, cluster, EVENTS_SHARDING_KEY, drop);
+  return dialect === "current" ? [...distributed, local] : [local, ...distributed];
 }
 
 /**
@@ -93,11 +101,13 @@ export function materializeColumnDdl(database: string, table: string, column: st
  * 18.16: the partitions (column `partition`, as system.parts gives it) holding an active part
  * without the column. Rewriting each with OPTIMIZE ... FINAL (optimizePartitionDdl) writes the
  * column (18.16 refuses an UPDATE of a MATERIALIZED column); it also collapses retries, as a
- * merge does, and costs a rewrite of the partition.
+ * merge does, and costs a rewrite of the partition. On a `cluster`, of `<table>_local` on every
+ * shard (one replica of each answers; the IN subquery runs on that server, on its own parts).
  */
-export function fillPartitionsQuery(database: string, table: string, column: string): string {
-  const where = `database = ${quoteString(database)} AND table = ${quoteString(table)} AND active`;
-  return `SELECT DISTINCT partition FROM system.parts
+export function fillPartitionsQuery(database: string, table: string, column: string, cluster?: string): string {
+  const where = `database = ${quoteString(database)} AND table = ${quoteString(storageName(table, cluster))} AND active`;
+  const parts = cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
+  return `SELECT DISTINCT partition FROM ${parts}
 WHERE ${where} AND name NOT IN (SELECT name FROM system.parts_columns WHERE ${where} AND column = ${quoteString(column)})
 ORDER BY partition`;
 }

@@ -58,10 +58,38 @@ export const SHARDING_KEYS = {
  * `CREATE TABLE IF NOT EXISTS <name> ON CLUSTER ... AS <name>_local ENGINE = Distributed(...)`:
  * the table through which the sink inserts and analysts read every shard of `<name>_local`.
  */
-export function distributedDdl(database: string, name: string, cluster: string, shardingKey: string): string {
-  const local = storageName(name, cluster);
+export function distributedDdl(
+  database: string,
+  name: string,
+  cluster: string,
+  shardingKey: string,
+  local = storageName(name, cluster),
+): string {
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(name)}${onCluster(cluster)} AS ${quoteIdent(database)}.${quoteIdent(local)}
 ENGINE = Distributed(${[cluster, database, local].map(quoteString).join(", ")}, ${shardingKey})`;
+}
+
+/**
+ * What brings the Distributed table `name` to the columns its `_local` tables have now, after an
+ * ALTER of them ON CLUSTER. Current ClickHouse: `alter` (ADD or DROP COLUMN ...) of `name` ON
+ * CLUSTER. 18.16 refuses any ALTER ON CLUSTER of a Distributed table whose cluster replicates
+ * inside its shards (code 371: its DDL worker checks each ALTERed table against the shard's
+ * internal_replication), so there the table is dropped and made again over the `_local` tables,
+ * ON CLUSTER (it holds no rows: the sink inserts synchronously). An insert in between fails with
+ * UNKNOWN_TABLE (60), which the sink retries. (A RENAME swap would be shorter, but 18.16 keeps a
+ * renamed Distributed table's directory under its old name, which then blocks DROP DATABASE.)
+ */
+export function alterDistributedDdl(
+  dialect: Dialect,
+  database: string,
+  name: string,
+  cluster: string,
+  shardingKey: string,
+  alter: string,
+): string[] {
+  const table = `${quoteIdent(database)}.${quoteIdent(name)}`;
+  if (dialect === "current") return [`ALTER TABLE ${table}${onCluster(cluster)} ${alter}`];
+  return [`DROP TABLE IF EXISTS ${table}${onCluster(cluster)}`, distributedDdl(database, name, cluster, shardingKey)];
 }
 
 /** A query listing the columns of a table (name per row). */

@@ -12,7 +12,7 @@
  */
 import { IDENTITIES_TABLE, USERS_TABLE } from "../clickhouse/analyst";
 import { REJECTED_TABLE } from "../clickhouse/tables";
-import { quoteIdent, quoteString } from "../clickhouse/sql";
+import { onCluster, quoteIdent, quoteString, storageName } from "../clickhouse/sql";
 import { rowStringField } from "../row";
 
 /** One value of the suppressions topic (compacted; key = entryKey). */
@@ -179,11 +179,13 @@ WHERE id != '' AND id != ${u}`;
 /** One table a deletion covers: its name (reads, counts) and the ALTER that deletes the rows. */
 export interface DeletionTarget {
   table: string;
+  /** The table the mutation alters: `table`, or on a cluster `<table>_local` on every server. */
+  storage: string;
   /** `WHERE` condition of the rows (the user's, received up to the request where the table has the time). */
   where: string;
   /** Reads the rows still there: `SELECT count() AS n FROM <table> WHERE <where>`. */
   count: string;
-  /** The mutation: `ALTER TABLE <table> DELETE WHERE <where>`. */
+  /** The mutation: `ALTER TABLE <storage> [ON CLUSTER <cluster>] DELETE WHERE <where>`. */
   mutation: string;
 }
 
@@ -198,7 +200,9 @@ export const IDS_PER_DELETION = 200;
  * and `identities` rows (by userId only); refused items naming the userId as userId, or without
  * a userId naming an id as anonymousId or previousId (their raw JSON). The linked ids are spread
  * over statements of at most IDS_PER_DELETION each, so any number of them can be deleted.
- * Events received after the request stay unless the user is suppressed.
+ * Events received after the request stay unless the user is suppressed. On a `cluster` the counts
+ * read the Distributed tables and the mutations alter each shard's Replicated `_local` table ON
+ * CLUSTER (one replica of a shard runs it, ZooKeeper hands it to the others).
  */
 export function deletionTargets(
   database: string,
@@ -207,6 +211,7 @@ export function deletionTargets(
   userId: string,
   linkedIds: readonly string[],
   before: number,
+  cluster?: string,
 ): DeletionTarget[] {
   const w = `workspace_id = ${quoteString(workspaceId)}`;
   const u = quoteString(userId);
@@ -230,8 +235,9 @@ export function deletionTargets(
   ];
   return targets.map(([name, where]) => ({
     table: name,
+    storage: storageName(name, cluster),
     where,
     count: `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(name)} WHERE ${where}`,
-    mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(name)} DELETE WHERE ${where}`,
+    mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(name, cluster))}${onCluster(cluster)} DELETE WHERE ${where}`,
   }));
 }

@@ -8,7 +8,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { feeds, viewsDdl } from "../../../../schemas/clickhouse/analyst";
 import { migrationsTableDdl, rejectedTableDdl } from "../../../../schemas/clickhouse/tables";
-import { tableDdl } from "../../../../schemas/clickhouse/events";
+import { addColumnsDdl, partitionsQuery, tableDdl } from "../../../../schemas/clickhouse/events";
 import { classifyExisting, clusterObjectNames, readsDistributed, type TableRow } from "../../../../deploy/setup/ownership";
 
 test("one server: no ON CLUSTER, plain engines, event_date MATERIALIZED (unchanged)", () => {
@@ -33,6 +33,46 @@ test("a cluster: events_local replicated per shard, events Distributed by halfMD
     distributed,
     "CREATE TABLE IF NOT EXISTS `an`.`events` ON CLUSTER `pipeline` AS `an`.`events_local`\n" +
       "ENGINE = Distributed('pipeline', 'an', 'events_local', halfMD5(message_id))",
+  );
+});
+
+test("a cluster: a migration adds columns ON CLUSTER to events_local, then the Distributed table (made again on 18.16)", () => {
+  const existing = new Set(["message_id"]);
+  const current = addColumnsDdl("current", "an", "events", existing, "pipeline");
+  const legacy = addColumnsDdl("legacy", "an", "events", existing, "pipeline");
+  const locals = (ddl: string[]) => ddl.filter((q) => q.startsWith("ALTER TABLE `an`.`events_local` ON CLUSTER `pipeline` ADD COLUMN"));
+  assert.ok(locals(current).length > 0 && locals(current).length === locals(legacy).length, "one ALTER per added column of _local");
+  assert.match(current[current.length - 1]!, /^ALTER TABLE `an`\.`events` ON CLUSTER `pipeline` ADD COLUMN .*, ADD COLUMN /);
+  // 18.16 refuses ALTER ON CLUSTER of a Distributed table in a cluster with internal_replication (code 371)
+  assert.not.ok(
+    legacy.some((q) => q.startsWith("ALTER TABLE `an`.`events` ")),
+    legacy.join("\n"),
+  );
+  assert.equal(legacy.slice(-2), [
+    "DROP TABLE IF EXISTS `an`.`events` ON CLUSTER `pipeline`",
+    tableDdl("legacy", "an", "events", undefined, "pipeline")[2],
+  ]);
+  assert.equal(
+    addColumnsDdl(
+      "legacy",
+      "an",
+      "events",
+      new Set(
+        locals(legacy)
+          .map((q) => q.split(" ")[8]!)
+          .concat("message_id"),
+      ),
+      "pipeline",
+    ),
+    [],
+  );
+});
+
+test("a cluster: retention reads the partitions of every shard", () => {
+  assert.match(partitionsQuery("an", "events"), /FROM system\.parts\nWHERE database = 'an' AND table = 'events' AND active/);
+  assert.match(
+    partitionsQuery("an", "events", "pipeline"),
+    /FROM cluster\('pipeline', system, parts\)\nWHERE database = 'an' AND table = 'events_local'/,
   );
 });
 

@@ -120,6 +120,24 @@ test("deletionTargets: events up to the request by userId or, without one, by th
   assert.match(linkedIdsQuery("db", "events", "w", "u"), /FROM `db`\.`identities` WHERE workspace_id = 'w' AND user_id = 'u'/);
 });
 
+test("deletionTargets on a cluster: counts read the Distributed tables, mutations alter each shard's _local table ON CLUSTER", () => {
+  const targets = deletionTargets("db", "events", "w", "u", [], 1_700_000_000, "c1");
+  assert.equal(
+    targets.map((t) => [t.table, t.storage]),
+    [
+      ["events", "events_local"],
+      ["users", "users_local"],
+      ["identities", "identities_local"],
+      ["rejected_messages", "rejected_messages_local"],
+    ],
+  );
+  for (const t of targets) {
+    assert.ok(t.count.startsWith(`SELECT count() AS n FROM \`db\`.\`${t.table}\` WHERE `), t.count);
+    assert.is(t.mutation, `ALTER TABLE \`db\`.\`${t.storage}\` ON CLUSTER \`c1\` DELETE WHERE ${t.where}`);
+  }
+  assert.is(deletionTargets("db", "events", "w", "u", [], 1_700_000_000)[0]!.storage, "events", "one server: the table itself");
+});
+
 test("hostile link: mallory's identify names alice's userId as its anonymousId; deleting or suppressing mallory never matches alice", () => {
   // What linkedIdsQuery finds for mallory after `identify {userId: "mallory", anonymousId: "alice"}`.
   const linked = ["alice"];
