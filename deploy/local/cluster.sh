@@ -9,8 +9,9 @@
 #
 # Kafka node N listens on 127.0.0.1:2N092 (controller 2N093); the nodes start together (a KRaft
 # quorum of three answers once two are up). `pid N` prints Kafka node N's PID (fault tests kill
-# it). ClickHouse node N is shard (N+1)/2, replica 2-N%2: HTTP 3N123, TCP 3N900, interserver
-# 3N909, macros {shard} and {replica}; ZooKeeper on 22181. CLUSTER_KAFKA_BROKERS and
+# it). ClickHouse node N is shard (N+1)/2, replica 2-N%2: HTTP 2N123, TCP 2N900, interserver
+# 2N909 (every port below 32768, outside Linux's ephemeral range, so a client socket cannot hold a
+# stopped node's port), macros {shard} and {replica}; ZooKeeper on 22181. CLUSTER_KAFKA_BROKERS and
 # CLUSTER_CLICKHOUSE_URL are what to give the services, with CLICKHOUSE_CLUSTER=pipeline.
 set -euo pipefail
 
@@ -21,7 +22,7 @@ NODES=(1 2 3)
 CH_NODES=(1 2 3 4)
 VOTERS="1@127.0.0.1:21093,2@127.0.0.1:22093,3@127.0.0.1:23093"
 CLUSTER_KAFKA_BROKERS="127.0.0.1:21092,127.0.0.1:22092,127.0.0.1:23092"
-CLUSTER_CLICKHOUSE_URL="http://127.0.0.1:31123"
+CLUSTER_CLICKHOUSE_URL="http://127.0.0.1:21123"
 CLUSTER_NAME=pipeline
 ZOOKEEPER_PORT=22181
 
@@ -36,7 +37,7 @@ node() {
 clickhouse() {
   local n=$1
   if [[ $2 == start ]]; then cluster_config "$n"; fi
-  STACK_DIR="$BASE/clickhouse-$n" CLICKHOUSE_URL="http://127.0.0.1:3${n}123" CLICKHOUSE_TCP_PORT="3${n}900" \
+  STACK_DIR="$BASE/clickhouse-$n" CLICKHOUSE_URL="http://127.0.0.1:2${n}123" CLICKHOUSE_TCP_PORT="2${n}900" \
     bash "$HERE/clickhouse.sh" "$2"
 }
 
@@ -53,7 +54,7 @@ cluster_config() {
     echo '<!-- Written by deploy/local/cluster.sh on every start: edit the script, not this file. -->'
     echo '<yandex>'
     echo '    <interserver_http_host>127.0.0.1</interserver_http_host>'
-    echo "    <interserver_http_port>3${n}909</interserver_http_port>"
+    echo "    <interserver_http_port>2${n}909</interserver_http_port>"
     echo "    <macros><shard>$shard</shard><replica>ch-$shard-$replica</replica></macros>"
     echo "    <zookeeper><node><host>127.0.0.1</host><port>$ZOOKEEPER_PORT</port></node></zookeeper>"
     echo '    <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>'
@@ -61,7 +62,7 @@ cluster_config() {
     for s in 1 2; do
       echo '        <shard><internal_replication>true</internal_replication>'
       for r in 1 2; do
-        echo "            <replica><host>127.0.0.1</host><port>3$(((s - 1) * 2 + r))900</port></replica>"
+        echo "            <replica><host>127.0.0.1</host><port>2$(((s - 1) * 2 + r))900</port></replica>"
       done
       echo '        </shard>'
     done

@@ -23,7 +23,7 @@ import { cpuSeconds } from "./procstat";
 import { ROOT } from "../support/paths";
 
 const CLUSTER = "pipeline";
-const NODES = [1, 2, 3, 4].map((n) => `http://127.0.0.1:3${n}123`);
+const NODES = [1, 2, 3, 4].map((n) => `http://127.0.0.1:2${n}123`);
 const ROWS = Number(process.env.BENCH_ROWS ?? 400_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 10_000);
 const DATABASE = "bench_cluster_insert";

@@ -28,9 +28,14 @@ export class Chdb implements Sql {
     const lines = createInterface({ input: this.child.stdout });
     lines.on("line", (line) => this.answers.shift()?.(line));
     this.ready = new Promise((resolve, reject) => {
+      // The first line is the version; a child that exits first answers it with its error.
       this.answers.push((line) => {
-        this.version = (JSON.parse(line) as { version: string }).version;
-        resolve();
+        const answer = JSON.parse(line) as { version?: string; error?: string };
+        if (answer.version === undefined) reject(new Error(answer.error ?? `chdb answered no version: ${line}`));
+        else {
+          this.version = answer.version;
+          resolve();
+        }
       });
       this.child.on("exit", (code) => {
         const pending = this.answers.splice(0);

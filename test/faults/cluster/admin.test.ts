@@ -27,7 +27,7 @@ const id = () => randomUUID();
 
 /** One number from ClickHouse node N (1-4; shard (N+1)/2), from a query answering one value. */
 async function scalar(n: number, query: string): Promise<number> {
-  const response = await fetch(`http://127.0.0.1:3${n}123`, { method: "POST", body: `${query} FORMAT TSV` });
+  const response = await fetch(`http://127.0.0.1:2${n}123`, { method: "POST", body: `${query} FORMAT TSV` });
   const text = await response.text();
   if (!response.ok) throw new Error(`node ${n}: ${text}`);
   return Number(text.trim());
@@ -144,7 +144,7 @@ admin("retention drops a month that only shard 2 holds, on both of its replicas"
   const old = `${stack.database}.events_local`;
   const insert = `INSERT INTO ${old} (workspace_id, message_id, type, user_id, anonymous_id, received_at, timestamp)
     VALUES ('${WS}', '${id()}', 'track', 'old-user', '', toDateTime('2025-01-15 00:00:00'), toDateTime('2025-01-15 00:00:00'))`;
-  const response = await fetch("http://127.0.0.1:33123", { method: "POST", body: insert });
+  const response = await fetch("http://127.0.0.1:23123", { method: "POST", body: insert });
   assert.ok(response.ok, await response.text());
   const month = `SELECT count() FROM ${old} WHERE toYYYYMM(event_date) = 202501`;
   const before = await waitFor("the old row on both replicas of shard 2", async () => {
@@ -161,7 +161,7 @@ admin("retention drops a month that only shard 2 holds, on both of its replicas"
 admin("migrate adds a column an older release lacked to events_local ON CLUSTER and to the Distributed table, on every node", async () => {
   // The tables as an older release left them: no is_bot, in _local nor in the Distributed table.
   for (const ddl of dropColumnDdl("legacy", stack.database, "events", "is_bot", "pipeline")) {
-    const response = await fetch("http://127.0.0.1:31123", { method: "POST", body: ddl });
+    const response = await fetch("http://127.0.0.1:21123", { method: "POST", body: ddl });
     assert.ok(response.ok, await response.text());
   }
   const columns = (table: string) =>

@@ -21,7 +21,7 @@ cluster.before(() => stack.start());
 cluster.after(() => stack.stop());
 
 /** ClickHouse node N (1-4): shard (N+1)/2; node 1 is the one the services use. */
-const nodeUrl = (n: number) => `http://127.0.0.1:3${n}123`;
+const nodeUrl = (n: number) => `http://127.0.0.1:2${n}123`;
 const nodePid = (n: number) => Number(readFileSync(join(CLUSTER_DIR, `clickhouse-${n}`, "clickhouse", "clickhouse.pid"), "utf8").trim());
 
 /** One number from node N (a query answering one value). */

@@ -9,7 +9,7 @@ cd "$ROOT" || exit 1
 
 export CLUSTER_DIR="$ROOT/.stack/cluster"
 export KAFKA_BROKERS="127.0.0.1:21092,127.0.0.1:22092,127.0.0.1:23092"
-export CLICKHOUSE_URL="http://127.0.0.1:31123"
+export CLICKHOUSE_URL="http://127.0.0.1:21123"
 export CLICKHOUSE_CLUSTER=pipeline
 export FAULTS_RESULTS="$CLUSTER_DIR/results.jsonl"
 mkdir -p "$CLUSTER_DIR"
@@ -20,6 +20,10 @@ down() { if ((owned)); then bash deploy/local/cluster.sh stop >/dev/null || true
 trap down EXIT
 
 if [[ ! -d dist/test/faults/cluster ]]; then npm run --silent build || exit 1; fi
+# The analyst live test below also runs on current ClickHouse (chdb-core).
+# shellcheck source=../../support/tools.sh
+source "$ROOT/test/support/tools.sh"
+install_chdb || exit 1
 bash deploy/local/cluster.sh status >/dev/null 2>&1 || owned=1
 bash deploy/local/cluster.sh start || exit 1
 npx uvu dist/test/faults/cluster '\.test\.js$'
