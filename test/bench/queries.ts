@@ -257,10 +257,38 @@ async function benchEngine(label: string, engine: Engine, p: Plan, notes: string
       const differs = difference(old.rows, now.rows);
       if (differs !== undefined) notes.push(`${label}, ${q.name}: text and column answers differ: ${differs}`);
     }
+    if (dialect === "current") await finalWhenMerged(engine, notes);
     return timings;
   } finally {
     await dropScratch(sql).catch((error: unknown) => console.error(`${label}: dropping the scratch databases failed: ${String(error)}`));
   }
+}
+
+/**
+ * What FINAL costs the property queries (current ClickHouse): each is timed without FINAL (the
+ * floor), then with FINAL again after every partition of the new layout was merged into one part
+ * (OPTIMIZE ... FINAL), the state in which ClickHouse reads non-overlapping parts without merging
+ * rows. Figures go to the notes.
+ */
+async function finalWhenMerged(engine: Engine, notes: string[]): Promise<void> {
+  const sql = await engine.use(NEW_DB);
+  const parts = `SELECT partition, count() AS n FROM system.parts WHERE database = ${quoteString(NEW_DB)} AND table = 'events' AND active GROUP BY partition ORDER BY partition`;
+  const before = await sql.rows<{ partition: string; n: string | number }>(parts);
+  for (const q of propertyQueries()) {
+    const unfinal = q.sql.replace(/\bFROM events FINAL\b/, "FROM events");
+    if (unfinal === q.sql) throw new Error(`${q.name}: no "FROM events FINAL" to time without FINAL`);
+    const bare = await timed(sql, unfinal);
+    notes.push(
+      `current, ${q.name}: without FINAL ${bare.seconds.toFixed(3)} s (parts per month: ${before.map((p) => `${p.partition} ${p.n}`).join(", ")})`,
+    );
+  }
+  const started = performance.now();
+  for (const { partition } of before) await sql.command(`OPTIMIZE TABLE ${quoteIdent(NEW_DB)}.events PARTITION ${partition} FINAL`);
+  const merged = ((performance.now() - started) / 1000).toFixed(1);
+  for (const q of propertyQueries())
+    notes.push(
+      `current, ${q.name}: with FINAL once every month is one part ${(await timed(sql, q.sql)).seconds.toFixed(3)} s (OPTIMIZE ... FINAL of all months: ${merged} s)`,
+    );
 }
 
 /** Where two answers part, or undefined when equal: the row counts, or the first differing row. */
