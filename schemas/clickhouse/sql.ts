@@ -58,13 +58,8 @@ export const SHARDING_KEYS = {
  * `CREATE TABLE IF NOT EXISTS <name> ON CLUSTER ... AS <name>_local ENGINE = Distributed(...)`:
  * the table through which the sink inserts and analysts read every shard of `<name>_local`.
  */
-export function distributedDdl(
-  database: string,
-  name: string,
-  cluster: string,
-  shardingKey: string,
-  local = storageName(name, cluster),
-): string {
+export function distributedDdl(database: string, name: string, cluster: string, shardingKey: string): string {
+  const local = storageName(name, cluster);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(name)}${onCluster(cluster)} AS ${quoteIdent(database)}.${quoteIdent(local)}
 ENGINE = Distributed(${[cluster, database, local].map(quoteString).join(", ")}, ${shardingKey})`;
 }

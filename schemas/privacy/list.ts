@@ -233,11 +233,14 @@ export function deletionTargets(
       return [REJECTED_TABLE, `${w} AND (${i === 0 ? `${named("userId", userId)} OR ` : ""}(${withoutUserId} AND (${anonymousMatch})))`];
     }),
   ];
-  return targets.map(([name, where]) => ({
-    table: name,
-    storage: storageName(name, cluster),
-    where,
-    count: `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(name)} WHERE ${where}`,
-    mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(name, cluster))}${onCluster(cluster)} DELETE WHERE ${where}`,
-  }));
+  return targets.map(([name, where]) => {
+    const storage = storageName(name, cluster);
+    return {
+      table: name,
+      storage,
+      where,
+      count: `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(name)} WHERE ${where}`,
+      mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storage)}${onCluster(cluster)} DELETE WHERE ${where}`,
+    };
+  });
 }

@@ -103,12 +103,16 @@ const built = (dir: string): string => builds.get(dir) ?? builds.set(dir, build(
 /** The objects kustomize renders for `dir`: a fresh copy, free to break. */
 const objects = (dir: string): Manifest[] => parseManifests(built(dir));
 
+/** The operators' kinds without an installed schema (read once: the folder does not change during the run). */
+let unschematized: string[] | undefined;
+const skippedKinds = () => (unschematized ??= unschematizedKinds(ROOT));
+
 /** kubeconform's messages for the resources of `file` it refused, shortened to where and what. */
 const refusals = (report: Report, file: string) =>
   report.resources
     .filter((r) => r.filename === file && r.status !== "statusValid" && r.status !== "statusEmpty")
     // an operator's kind without an installed schema is skipped on purpose; anything else skipped is a refusal
-    .filter((r) => !(r.status === "statusSkipped" && unschematizedKinds(ROOT).includes(r.kind)))
+    .filter((r) => !(r.status === "statusSkipped" && skippedKinds().includes(r.kind)))
     .map((r) => `${r.kind}/${r.name}: ${r.msg.replace(/^.* - at /, "at ").replace(/\s*\n\s*/g, " ")}`);
 
 // ---------------------------------------------------------------------------------------------
@@ -423,7 +427,7 @@ test("kustomize renders every kustomization; kubeconform -strict accepts every r
   const known = new Set([...dirs.map((d) => join(d, "kustomization.yaml")), ...resources, ...named.flatMap((n) => n.patches)]);
   const unnamed = yamlFilesUnder(K8S).filter((p) => !known.has(p));
   assert.equal(unnamed, [], "YAML files no kustomization names");
-  const skipped = unschematizedKinds(ROOT);
+  const skipped = skippedKinds();
   const operators = Object.keys(OPERATOR_KINDS).filter((k) => !skipped.includes(k));
   console.log(`\nthe operators' kinds validated against their CRDs: ${operators.join(", ")}`);
   if (skipped.length > 0) console.log(`skipped, no CRD schema installed (set ALTINITY_CRDS, OPERATIONS.md): ${skipped.join(", ")}`);
@@ -499,7 +503,7 @@ test("kubeconform -strict refuses broken copies: misspelt and missing fields, wr
       /'cluster' not/,
     ],
   ];
-  const skipped = unschematizedKinds(ROOT);
+  const skipped = skippedKinds();
   all.push(...objects(join(K8S, "operators")));
   cases.push(...operatorCases.filter(([, target]) => !skipped.includes(target.split("/")[0])));
   withScratch((scratch) => {

@@ -44,7 +44,11 @@ export const OPERATOR_KINDS: Readonly<Record<string, string>> = {
   ClickHouseKeeperInstallation: "clickhouse-keeper.altinity.com/v1",
 };
 
-/** The folder of the operators' schemas (see OPERATOR_KINDS); throws when it is missing. */
+/**
+ * The folder of the operators' schemas (see OPERATOR_KINDS): env OPERATOR_SCHEMAS, which
+ * test/support/tools.sh exports, else its default (keep the versions in its name equal to
+ * install_operator_schemas's); throws when it is missing.
+ */
 export function operatorSchemaDirectory(root: string): string {
   const dir = process.env.OPERATOR_SCHEMAS ?? join(stack(root), "operator-schemas", "prometheus-operator-v0.85.0-strimzi-1.2.0");
   if (!existsSync(join(dir, "done"))) throw new Error(`no operator schemas under ${dir}: run test/run.sh (npm test) once`);

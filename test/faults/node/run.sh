@@ -42,7 +42,7 @@ install_prometheus || exit 1
 # The scenarios stop and start these servers through this tree's scripts, which stop only what
 # they started: a server left on the faults ports by another checkout or run would stay up.
 for svc in clickhouse kafka; do
-  if bash "deploy/local/$svc.sh" status >/dev/null 2>&1 && ! bash "deploy/local/$svc.sh" status 2>&1 | grep -q ": started by us"; then
+  if status="$(bash "deploy/local/$svc.sh" status 2>&1)" && ! grep -q ": started by us" <<<"$status"; then
     echo "faults: a $svc this checkout did not start answers on the faults ports ($CLICKHOUSE_URL, $KAFKA_BROKERS); the scenarios need their own: stop it first"
     exit 1
   fi
