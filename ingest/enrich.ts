@@ -42,6 +42,8 @@ export class Enricher {
   private readonly agents: LRUCache<string, AgentFacts>;
   /** Countries by address: a database lookup costs about 2 us, and a user's events share an address. */
   private readonly countries: LRUCache<string, string>;
+  private lastAgent: [text: string, facts: AgentFacts] | undefined;
+  private lastCountry: [ip: string, code: string] | undefined;
 
   constructor(
     private readonly countryDb: Reader<Response> | undefined,
@@ -75,25 +77,29 @@ export class Enricher {
     };
   }
 
-  /** What a user agent says (cached). */
+  /** What a user agent says (cached; the items of one batch mostly share theirs, so the last one is kept apart). */
   agent(userAgent: string): AgentFacts {
+    if (userAgent === this.lastAgent?.[0]) return this.lastAgent[1];
     const text = userAgent.length > MAX_USER_AGENT_CHARS ? userAgent.slice(0, MAX_USER_AGENT_CHARS) : userAgent;
     let facts = this.agents.get(text);
     if (facts === undefined) {
       facts = parseAgent(text);
       this.agents.set(text, facts);
     }
+    this.lastAgent = [userAgent, facts];
     return facts;
   }
 
-  /** ISO 3166-1 alpha-2 country of an address, '' when unknown or not an address (cached). */
+  /** ISO 3166-1 alpha-2 country of an address, '' when unknown or not an address (cached, the last one apart). */
   country(ip: string): string {
     if (this.countryDb === undefined || ip.length > 64) return "";
+    if (ip === this.lastCountry?.[0]) return this.lastCountry[1];
     let code = this.countries.get(ip);
     if (code === undefined) {
       code = lookupCountry(this.countryDb, ip);
       this.countries.set(ip, code);
     }
+    this.lastCountry = [ip, code];
     return code;
   }
 }

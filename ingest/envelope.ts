@@ -186,13 +186,16 @@ export function stamp(
   let timestamp = receipt.receivedAt;
   let clientTimeInExtra = false;
   if (clientTime !== undefined) {
-    const corrected = sentAt === undefined ? clientTime : skewCorrected(receipt.receivedAt, sentAt, clientTime);
-    const receivedMs = Date.parse(receipt.receivedAt);
-    if (inClientTimeWindow(Date.parse(clientTime), receivedMs)) timestamp = corrected;
+    // Every item of a request shares receivedAt, and most share sentAt: each is parsed once.
+    const receivedMs = receivedTimes.ms(receipt.receivedAt);
+    const clientMs = Date.parse(clientTime);
+    const correctedMs = sentAt === undefined ? clientMs : skewCorrectedMs(receivedMs, sentTimes.ms(sentAt), clientMs);
+    if (inClientTimeWindow(clientMs, receivedMs)) timestamp = correctedMs === clientMs ? clientTime : new Date(correctedMs).toISOString();
     else {
       originalTimestamp = undefined;
       clientTimeInExtra = true;
-      if (inClientTimeWindow(Date.parse(corrected), receivedMs)) timestamp = corrected;
+      if (inClientTimeWindow(correctedMs, receivedMs))
+        timestamp = correctedMs === clientMs ? clientTime : new Date(correctedMs).toISOString();
     }
   }
   let context: JsonObject | null | undefined = message.context;
@@ -204,18 +207,20 @@ export function stamp(
   const enrichment = policy.enricher?.of(context);
   const catalog = policy.shapes === undefined ? undefined : sentShape(message, receipt.workspaceId, context, policy.shapes, listedShapes);
   if (policy.anonymizeIp && context != null && context.ip !== undefined) context = withAnonymizedIp(context);
-  return {
+  // Optional fields set one by one: spreads of conditional objects cost an allocation each, per message.
+  const row: RowStamp = {
     workspaceId: receipt.workspaceId,
     receivedAt: receipt.receivedAt,
     sentAt: sentAt ?? null,
     originalTimestamp: originalTimestamp ?? null,
     timestamp,
     context,
-    ...(clientTimeInExtra ? { clientTimeInExtra } : {}),
-    ...(defaults.fields === undefined ? {} : { batchFields: defaults.fields }),
-    ...(enrichment === undefined ? {} : { enrichment }),
-    ...(catalog === undefined ? {} : { catalog }),
   };
+  if (clientTimeInExtra) row.clientTimeInExtra = true;
+  if (defaults.fields !== undefined) row.batchFields = defaults.fields;
+  if (enrichment !== undefined) row.enrichment = enrichment;
+  if (catalog !== undefined) row.catalog = catalog;
+  return row;
 }
 
 /**
@@ -257,6 +262,29 @@ export function skewCorrected(receivedAt: string, sentAt: string, timestamp: str
   const corrected = Date.parse(receivedAt) - (Date.parse(sentAt) - Date.parse(timestamp));
   return corrected >= 0 && corrected < STORABLE_TIME_END_MS ? new Date(corrected).toISOString() : timestamp;
 }
+
+/** skewCorrected on epoch ms: the client's time when the correction would leave the storable range. */
+function skewCorrectedMs(receivedMs: number, sentMs: number, timestampMs: number): number {
+  const corrected = receivedMs - (sentMs - timestampMs);
+  return corrected >= 0 && corrected < STORABLE_TIME_END_MS ? corrected : timestampMs;
+}
+
+/** The epoch ms of the last time text asked for: one Date.parse per request for a time its items share. */
+class LastParsed {
+  private text: string | undefined;
+  private value = 0;
+
+  ms(text: string): number {
+    if (text !== this.text) {
+      this.value = Date.parse(text);
+      this.text = text;
+    }
+    return this.value;
+  }
+}
+
+const receivedTimes = new LastParsed();
+const sentTimes = new LastParsed();
 
 /** A validated time in canonical UTC form; undefined stays undefined. */
 function canonical(time: string | null | undefined): string | undefined {

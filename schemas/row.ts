@@ -7,30 +7,33 @@ import { ENRICHMENT_COLUMNS, NO_ENRICHMENT, type Enrichment } from "./enrichment
  * One row of the ClickHouse `events` table, as the sink inserts it (JSONEachRow). Column names
  * are snake_case; free-form objects are JSON text. Times are ISO 8601 strings parsed by the
  * server with `date_time_input_format=best_effort` (DateTime64(3) on current ClickHouse, whole
- * seconds on 18.16).
+ * seconds on 18.16). Optional columns are left out of the line when they hold their column's
+ * default ('', 0, null), which ClickHouse fills in for a field a JSONEachRow line omits (both
+ * engines): every record is shorter through Kafka, the sink and the server's parser.
  */
-export interface EventRow extends Enrichment {
+export interface EventRow extends Pick<Enrichment, "device_type"> {
   workspace_id: string;
   message_id: string;
   type: string;
-  /** track: the event name; '' otherwise. */
-  event: string;
-  /** page/screen: the name; '' otherwise. */
-  name: string;
-  /** page/screen: the category; '' otherwise. */
-  category: string;
+  /** track: the event name; absent ('') otherwise. */
+  event?: string;
+  /** page/screen: the name; absent ('') otherwise. */
+  name?: string;
+  /** page/screen: the category; absent ('') otherwise. */
+  category?: string;
+  /** Always present, '' when none (the privacy filter reads both, schemas/privacy/list.ts rowIds). */
   user_id: string;
   anonymous_id: string;
-  /** group: the groupId; '' otherwise. */
-  group_id: string;
-  /** alias: the previousId; '' otherwise. */
-  previous_id: string;
+  /** group: the groupId; absent ('') otherwise. */
+  group_id?: string;
+  /** alias: the previousId; absent ('') otherwise. */
+  previous_id?: string;
   /** When it happened: the client's timestamp corrected for clock skew, or receivedAt when it sent none. */
   timestamp: string;
-  /** The timestamp the client sent, before skew correction, or null when it sent none. */
-  original_timestamp: string | null;
-  /** When the client sent the message, or null. */
-  sent_at: string | null;
+  /** The timestamp the client sent, before skew correction; absent (null) when it sent none. */
+  original_timestamp?: string;
+  /** When the client sent the message; absent (null) when unknown. */
+  sent_at?: string;
   /** When the ingest received it. Also the ReplacingMergeTree version: the latest retry wins. */
   received_at: string;
   /** JSON text of properties (track/page/screen), '{}' when absent. */
@@ -41,6 +44,12 @@ export interface EventRow extends Enrichment {
   context: string;
   /** JSON text of every other top-level field the client sent (integrations, channel, ...). */
   extra: string;
+  /** The enrichment (schemas/enrichment.ts); each absent when '' (is_bot when 0). */
+  browser?: string;
+  browser_version?: string;
+  os?: string;
+  is_bot?: 1;
+  country?: string;
   /**
    * Each top-level key of properties, traits and context with its JSON type (schemas/catalog-keys.ts);
    * undefined when the ingest sent this shape's list lately (ingest/catalog.ts): JSON.stringify
@@ -197,26 +206,35 @@ export function toRow(envelope: Envelope): EventRow {
 export function messageRow(m: Message, stamp: RowStamp): EventRow {
   const properties = "properties" in m ? m.properties : undefined;
   const traits = "traits" in m ? m.traits : undefined;
+  const enrichment = stamp.enrichment ?? NO_ENRICHMENT;
+  // Fields listed, not spread: this runs for every message.
+  const page = m.type === "page" || m.type === "screen";
+  // undefined: left out of the line by JSON.stringify, the column's default to ClickHouse.
   return {
     workspace_id: stamp.workspaceId,
     message_id: m.messageId,
     type: m.type,
-    event: m.type === "track" ? m.event : "",
-    name: m.type === "page" || m.type === "screen" ? (m.name ?? "") : "",
-    category: m.type === "page" || m.type === "screen" ? (m.category ?? "") : "",
+    event: m.type === "track" ? present(m.event) : undefined,
+    name: page ? present(m.name) : undefined,
+    category: page ? present(m.category) : undefined,
     user_id: m.userId ?? "",
     anonymous_id: m.anonymousId ?? "",
-    group_id: m.type === "group" ? m.groupId : "",
-    previous_id: m.type === "alias" ? m.previousId : "",
+    group_id: m.type === "group" ? present(m.groupId) : undefined,
+    previous_id: m.type === "alias" ? present(m.previousId) : undefined,
     timestamp: stamp.timestamp,
-    original_timestamp: stamp.originalTimestamp,
-    sent_at: stamp.sentAt,
+    original_timestamp: stamp.originalTimestamp ?? undefined,
+    sent_at: stamp.sentAt ?? undefined,
     received_at: stamp.receivedAt,
     properties: jsonText(properties),
     traits: jsonText(traits),
     context: jsonText(stamp.context),
     extra: extraText(m, stamp.clientTimeInExtra === true, stamp.batchFields),
-    ...(stamp.enrichment ?? NO_ENRICHMENT),
+    browser: present(enrichment.browser),
+    browser_version: present(enrichment.browser_version),
+    os: present(enrichment.os),
+    device_type: enrichment.device_type,
+    is_bot: enrichment.is_bot === 1 ? 1 : undefined,
+    country: present(enrichment.country),
     catalog_keys: stamp.catalog?.sent === true ? undefined : catalogKeys(properties, traits, stamp.context),
     catalog_shape: stamp.catalog?.shape ?? catalogShape(properties, traits, stamp.context),
   };
@@ -285,6 +303,11 @@ function extraText(message: Message, clientTimeInExtra: boolean, batchFields?: R
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** A string column's value, or undefined for '' and none (left out of the line). */
+function present(value: string | null | undefined): string | undefined {
+  return value === "" || value === null ? undefined : value;
 }
 
 function jsonText(value: object | null | undefined): string {

@@ -4,7 +4,7 @@
  * ClickHouse applies the TTL setup sets instead. Throws if ClickHouse is unreachable.
  */
 import { type ClickHouseConfig } from "../schemas/config";
-import { partitionsQuery, partitionsToDrop, dropPartitionDdl } from "../schemas/clickhouse/events";
+import { partitionsQuery, partitionsToDrop, dropPartitionDdl } from "../schemas/clickhouse/partitions";
 import { Sql } from "../schemas/clickhouse/client";
 
 /**

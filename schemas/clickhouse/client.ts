@@ -5,7 +5,7 @@
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import type { ClickHouseConfig } from "../config";
-import { PARTITIONS_PER_INSERT_QUERY, partitionsPerInsert } from "./events";
+import { PARTITIONS_PER_INSERT_QUERY, partitionsPerInsert } from "./partitions";
 import { clusterSettings } from "./sql";
 
 /** What a process asks of its client beyond the config. */

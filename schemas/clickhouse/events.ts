@@ -4,11 +4,11 @@
  * collapses rows with equal sorting keys in the same partition, so `event_date` must be equal for
  * every retry of a message: it is the UTC day of the client's own `timestamp` (kept by SDKs
  * across retries, whatever sentAt each attempt carries), and of receivedAt only for a message
- * sent without one (EVENT_DATE). Also its retention (TTL or partition drops), the partitions of an
- * insert, and the columns added after the first release.
+ * sent without one (EVENT_DATE). Also its retention TTL, the copy between layouts, and the columns
+ * added after the first release; partitions.ts has what concerns whole partitions.
  */
 import { EVENT_ROW_COLUMNS } from "../row";
-import { Dialect, TYPES, alterDistributedDdl, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
+import { Dialect, TYPES, alterDistributedDdl, distributedDdl, engine, onCluster, quoteIdent, storageName } from "./sql";
 
 /** Columns added after the first release, with their types; migrations add them to old tables. */
 const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][] => [
@@ -79,7 +79,7 @@ export const UNPARTITIONED_SORTING_KEY = "workspace_id,message_id";
 /**
  * `CREATE TABLE IF NOT EXISTS` for the events table; idempotent. With `retentionDays` on current
  * ClickHouse, a TTL drops whole parts whose rows are all older than that many days
- * (`ttl_only_drop_parts`); 18.16 has no TTL, so there retention is `partitionsToDrop`. On a
+ * (`ttl_only_drop_parts`); 18.16 has no TTL, so there retention is partitions.ts `partitionsToDrop`. On a
  * cluster this is `<table>_local` on every shard; distributedDdl makes `<table>` over it.
  */
 export function eventsTableDdl(dialect: Dialect, database: string, table: string, retentionDays?: number, cluster?: string): string {
@@ -144,40 +144,6 @@ export function retentionDdl(
 }
 
 /**
- * The partitions (YYYYMM ids of `toYYYYMM(event_date)`) that retention drops: those whose every
- * day is past the last `retentionDays` days (today and the days before it), as the TTL
- * `event_date + N days` expires them, so no row that should be kept is in one. `today` is a UTC
- * date, YYYY-MM-DD. Pure. A partly expired month stays whole until its last day expires.
- */
-export function partitionsToDrop(partitions: readonly string[], today: string, retentionDays: number): string[] {
-  const firstKept = Date.parse(`${today}T00:00:00Z`) - (retentionDays - 1) * 86_400_000;
-  return partitions.filter((id) => {
-    if (!/^\d{6}$/.test(id)) return false;
-    const year = Number(id.slice(0, 4));
-    const month = Number(id.slice(4, 6));
-    if (month < 1 || month > 12) return false;
-    const firstOfNext = Date.UTC(year, month, 1); // month is 1-based, so this is the next month
-    return firstOfNext <= firstKept;
-  });
-}
-
-/** The active partitions of the events table (on a cluster, of `<table>_local` on every shard), for partitionsToDrop. */
-export function partitionsQuery(database: string, table: string, cluster?: string): string {
-  const parts = cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
-  return `SELECT DISTINCT partition_id AS id FROM ${parts}
-WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(table, cluster))} AND active ORDER BY id`;
-}
-
-/**
- * `ALTER TABLE ... DROP PARTITION` for one partition id (YYYYMM, the value of toYYYYMM); on a
- * cluster, of `<table>_local` ON CLUSTER (every shard). Throws on another shape.
- */
-export function dropPartitionDdl(database: string, table: string, id: string, cluster?: string): string {
-  if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
-  return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} DROP PARTITION ${id}`;
-}
-
-/**
  * `INSERT ... SELECT` copying rows of an events table (either layout; it must have every column
  * the sink writes) into one of the current layout, which computes event_date (EVENT_DATE).
  * Reads `from` FINAL, so rows the old key collapsed (one messageId, two client timestamps, which
@@ -202,28 +168,6 @@ export function eventMonthsQuery(database: string, from: string, where?: string)
 export function inEventMonths(months: readonly number[]): string {
   if (!months.every(Number.isInteger)) throw new Error("event months are YYYYMM integers");
   return `${EVENT_MONTH} IN (${months.join(", ")})`;
-}
-
-/**
- * The most partitions one INSERT block may touch (current ClickHouse: the setting
- * `max_partitions_per_insert_block`, default 100; an insert over it is refused with code 252).
- * 18.16 has no such setting and took 300 in one insert (measured); the same bound keeps the
- * parts one insert makes there bounded too.
- */
-export const DEFAULT_PARTITIONS_PER_INSERT = 100;
-
-/** The server's `max_partitions_per_insert_block` (column `value`; no row on 18.16). */
-export const PARTITIONS_PER_INSERT_QUERY = "SELECT value FROM system.settings WHERE name = 'max_partitions_per_insert_block'";
-
-/**
- * The most partitions an insert of ours may touch, given the server's answer to
- * PARTITIONS_PER_INSERT_QUERY: its limit, never more than DEFAULT_PARTITIONS_PER_INSERT; the
- * default when it has none (no row on 18.16, 0 on current ClickHouse).
- */
-export function partitionsPerInsert(serverValue: string | undefined): number {
-  const limit = Number(serverValue);
-  if (serverValue === undefined || !Number.isInteger(limit) || limit <= 0) return DEFAULT_PARTITIONS_PER_INSERT;
-  return Math.min(limit, DEFAULT_PARTITIONS_PER_INSERT);
 }
 
 /**

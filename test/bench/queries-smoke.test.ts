@@ -34,8 +34,9 @@ test(`npm run bench:queries on ${ROWS} rows: every README query timed, old and n
   const [code] = (await once(child, "exit")) as [number | null];
   assert.is(code, 0, `${out}\n${err}`);
   const lines = out.trim().split("\n");
-  const figures = JSON.parse(lines.at(-1)!) as { legacy: Timings; current: Timings; rows: number };
-  assert.equal(Object.keys(figures).sort(), ["current", "legacy", "rows"]);
+  const figures = JSON.parse(lines.at(-1)!) as { legacy: Timings; current: Timings; rows: number; order: string };
+  assert.equal(Object.keys(figures).sort(), ["current", "legacy", "order", "rows"]);
+  assert.is(figures.order, "arrival");
   assert.is(figures.rows, ROWS);
   assert.ok(names.length > 0, "docs/QUERIES.md has example queries");
   for (const engine of ["legacy", "current"] as const) {

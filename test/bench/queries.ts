@@ -20,6 +20,7 @@ import { insertSql, plan, type Plan } from "./query-data";
 import { Chdb } from "../support/chdb";
 import { propertyQueries, readmeQueries } from "../support/queries-doc";
 import { materializeKey } from "../../deploy/commands/properties";
+import { CLOSED_PARTITION_AGE_SECONDS } from "../../schemas/clickhouse/partitions";
 
 const OLD_DB = "bench_queries_old";
 /** The keys the property queries of docs/QUERIES.md read, materialized from properties with these types. */
@@ -33,6 +34,10 @@ const NEW_DB = "bench_queries_new";
 /** Settings read once from the environment. */
 interface BenchConfig {
   rows: number;
+  /** QUERY_BENCH_ORDER: the order of the INSERTs (query-data.ts Plan.order), default arrival. */
+  order: Plan["order"];
+  /** QUERY_BENCH_ENGINES: legacy (the local 18.16) and/or current (chdb), default both. */
+  engines: ("legacy" | "current")[];
   url: string;
   username: string;
   password: string;
@@ -41,8 +46,15 @@ interface BenchConfig {
 function benchConfig(env: NodeJS.ProcessEnv): BenchConfig {
   const rows = Number(env.QUERY_BENCH_ROWS ?? 20_000_000);
   if (!Number.isInteger(rows) || rows < 1000) throw new Error(`QUERY_BENCH_ROWS must be an integer >= 1000, not ${env.QUERY_BENCH_ROWS}`);
+  const order = env.QUERY_BENCH_ORDER ?? "arrival";
+  if (order !== "arrival" && order !== "shuffled") throw new Error(`QUERY_BENCH_ORDER must be arrival or shuffled, not ${order}`);
+  const engines = (env.QUERY_BENCH_ENGINES ?? "legacy,current").split(",");
+  if (engines.length === 0 || engines.some((e) => e !== "legacy" && e !== "current"))
+    throw new Error(`QUERY_BENCH_ENGINES must list legacy and/or current, not ${env.QUERY_BENCH_ENGINES}`);
   return {
     rows,
+    order,
+    engines: engines as ("legacy" | "current")[],
     url: env.CLICKHOUSE_URL ?? "http://127.0.0.1:8123",
     username: env.CLICKHOUSE_USER ?? "default",
     password: env.CLICKHOUSE_PASSWORD ?? "",
@@ -266,29 +278,46 @@ async function benchEngine(label: string, engine: Engine, p: Plan, notes: string
 
 /**
  * What FINAL costs the property queries (current ClickHouse): each is timed without FINAL (the
- * floor), then with FINAL again after every partition of the new layout was merged into one part
- * (OPTIMIZE ... FINAL), the state in which ClickHouse reads non-overlapping parts without merging
- * rows. Figures go to the notes.
+ * floor), then again once ClickHouse merged every closed month into one part by itself, as setup's
+ * setting does a day after a month's last late event (partitions.ts closedPartitionMergeDdl): the
+ * age is shortened to 5 s here while the open month keeps getting a part a second (a live sink).
+ * Figures go to the notes.
  */
 async function finalWhenMerged(engine: Engine, notes: string[]): Promise<void> {
   const sql = await engine.use(NEW_DB);
-  const parts = `SELECT partition, count() AS n FROM system.parts WHERE database = ${quoteString(NEW_DB)} AND table = 'events' AND active GROUP BY partition ORDER BY partition`;
-  const before = await sql.rows<{ partition: string; n: string | number }>(parts);
+  const partsQuery = `SELECT partition, count() AS n FROM system.parts WHERE database = ${quoteString(NEW_DB)} AND table = 'events' AND active GROUP BY partition ORDER BY partition`;
+  const parts = async () => (await sql.rows<{ partition: string; n: string | number }>(partsQuery)).map((r) => ({ ...r, n: Number(r.n) }));
+  const before = await parts();
+  const shown = (list: { partition: string; n: number }[]) => list.map((r) => `${r.partition} ${r.n}`).join(", ");
   for (const q of propertyQueries()) {
     const unfinal = q.sql.replace(/\bFROM events FINAL\b/, "FROM events");
     if (unfinal === q.sql) throw new Error(`${q.name}: no "FROM events FINAL" to time without FINAL`);
-    const bare = await timed(sql, unfinal);
-    notes.push(
-      `current, ${q.name}: without FINAL ${bare.seconds.toFixed(3)} s (parts per month: ${before.map((p) => `${p.partition} ${p.n}`).join(", ")})`,
-    );
+    notes.push(`current, ${q.name}: without FINAL ${(await timed(sql, unfinal)).seconds.toFixed(3)} s (parts per month: ${shown(before)})`);
   }
+  const table = `${quoteIdent(NEW_DB)}.events`;
+  const [setting] = await sql.rows<{ q: string }>(
+    `SELECT create_table_query AS q FROM system.tables WHERE database = ${quoteString(NEW_DB)} AND name = 'events'`,
+  );
+  const name = /\b(min_partition_age_to_force_merge_seconds|min_age_to_force_merge_seconds) = \d+/.exec(setting?.q ?? "")?.[1];
+  if (name === undefined) throw new Error("setup did not set the merging of closed months on the events table");
+  const open = String(Math.max(...before.map((r) => Number(r.partition))));
+  await sql.command(`ALTER TABLE ${table} MODIFY SETTING ${name} = 5`);
   const started = performance.now();
-  for (const { partition } of before) await sql.command(`OPTIMIZE TABLE ${quoteIdent(NEW_DB)}.events PARTITION ${partition} FINAL`);
-  const merged = ((performance.now() - started) / 1000).toFixed(1);
-  for (const q of propertyQueries())
-    notes.push(
-      `current, ${q.name}: with FINAL once every month is one part ${(await timed(sql, q.sql)).seconds.toFixed(3)} s (OPTIMIZE ... FINAL of all months: ${merged} s)`,
+  let now = before;
+  for (let i = 0; performance.now() - started < 20 * 60_000; i++) {
+    await sql.command(
+      `INSERT INTO ${table} (workspace_id, message_id, type, timestamp, received_at) SELECT 'ws1', 'feed-${i}', 'screen', now(), now()`,
     );
+    now = await parts();
+    if (now.every((r) => r.partition === open || r.n === 1)) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  await sql.command(`ALTER TABLE ${table} MODIFY SETTING ${name} = ${CLOSED_PARTITION_AGE_SECONDS}`);
+  await settle(sql);
+  now = await parts();
+  const merged = `closed months merged by ClickHouse in ${((performance.now() - started) / 1000).toFixed(0)} s; parts per month: ${shown(now)}`;
+  for (const q of propertyQueries())
+    notes.push(`current, ${q.name}: with FINAL, closed months merged ${(await timed(sql, q.sql)).seconds.toFixed(3)} s (${merged})`);
 }
 
 /** Where two answers part, or undefined when equal: the row counts, or the first differing row. */
@@ -298,11 +327,11 @@ function difference(old: unknown[], now: unknown[]): string | undefined {
   return i < 0 ? undefined : `row ${i + 1} of ${old.length}: old ${JSON.stringify(old[i])}, new ${JSON.stringify(now[i])}`;
 }
 
-function table(results: Record<"legacy" | "current", Record<string, Timing>>): string {
+function table(results: Partial<Record<"legacy" | "current", Record<string, Timing>>>): string {
   const secs = (s: number | undefined) => (s === undefined ? "-" : `${s.toFixed(3)} s`);
   const speedup = (t: Timing | undefined) => (t === undefined || t.new_s <= 0 ? "-" : `${(t.old_s / t.new_s).toFixed(1)}x`);
-  const rows = Object.keys(results.legacy).map((name) => {
-    const [l, c] = [results.legacy[name], results.current[name]];
+  const rows = Object.keys(results.legacy ?? results.current ?? {}).map((name) => {
+    const [l, c] = [results.legacy?.[name], results.current?.[name]];
     return [name, secs(l?.old_s), secs(l?.new_s), secs(c?.old_s), secs(c?.new_s), `${speedup(l)} / ${speedup(c)}`];
   });
   const all = [["query", "legacy old", "legacy new", "current old", "current new", "speed-up (legacy / current)"], ...rows];
@@ -313,13 +342,18 @@ function table(results: Record<"legacy" | "current", Record<string, Timing>>): s
 
 async function main(): Promise<void> {
   const config = benchConfig(process.env);
-  const p = plan(config.rows);
+  const p = plan(config.rows, config.order);
   const notes: string[] = [];
-  const legacy = legacyEngine(config);
-  const legacyTimings = await benchEngine("legacy", legacy, p, notes).finally(() => legacy.close());
-  const current = await currentEngine();
-  const currentTimings = await benchEngine("current", current, p, notes).finally(() => current.close());
-  const results = { legacy: legacyTimings, current: currentTimings };
+  const results: Partial<Record<"legacy" | "current", Record<string, Timing>>> = {};
+  console.log(`${p.rows} events over 60 days, INSERTs of ${p.block} rows in ${p.order} order`);
+  if (config.engines.includes("legacy")) {
+    const legacy = legacyEngine(config);
+    results.legacy = await benchEngine("legacy", legacy, p, notes).finally(() => legacy.close());
+  }
+  if (config.engines.includes("current")) {
+    const current = await currentEngine();
+    results.current = await benchEngine("current", current, p, notes).finally(() => current.close());
+  }
   console.log(table(results));
   if (notes.length > 0) {
     // A message sent without a timestamp gets event_date from received_at: a retry of one across
@@ -327,7 +361,7 @@ async function main(): Promise<void> {
     console.log("notes (a few units apart is expected: event_date of a retry sent without a timestamp can be the next day):");
     for (const note of notes) console.log(`- ${note}`);
   }
-  console.log(JSON.stringify({ ...results, rows: config.rows }));
+  console.log(JSON.stringify({ ...results, rows: config.rows, order: config.order }));
 }
 
 main().catch((error: unknown) => {

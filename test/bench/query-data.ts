@@ -1,7 +1,7 @@
 /**
  * The events `npm run bench:queries` generates: one workspace over 60 days ending now, with the
- * type mix, anonymous share, JSON sizes and retries described at insertSql. SQL only, for
- * ClickHouse 18.16 and current ClickHouse alike.
+ * type mix, anonymous share, JSON sizes, late events and retries described at insertSql. SQL
+ * only, for ClickHouse 18.16 and current ClickHouse alike.
  */
 import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
 import { EVENT_ROW_COLUMNS } from "../../schemas/row";
@@ -16,13 +16,23 @@ export interface Plan {
   users: number;
   /** The newest timestamp, epoch seconds. */
   end: number;
+  /**
+   * "arrival": INSERTs follow receive time, as the sink writes them (each covers a few days of the
+   * 60, plus its late events and retries); "shuffled": every INSERT spans all 60 days, as a
+   * backfill of history in random order.
+   */
+  order: "arrival" | "shuffled";
 }
 
 /** The plan for `rows` events: blocks of at most 1M rows, about one user per 100 events (at most 200,000). */
-export function plan(rows: number): Plan {
+export function plan(rows: number, order: Plan["order"] = "arrival"): Plan {
   const block = Math.min(1_000_000, Math.ceil(rows / 4 / 100) * 100);
-  return { rows, block, users: Math.min(200_000, Math.max(2000, Math.floor(rows / 100))), end: Math.floor(Date.now() / 1000) };
+  return { rows, block, users: Math.min(200_000, Math.max(2000, Math.floor(rows / 100))), end: Math.floor(Date.now() / 1000), order };
 }
+
+/** Share of events sent late (an app offline, a queue flushed at the next launch), in percent, and by at most how long. */
+const LATE_PERCENT = 3;
+const LATE_MAX = 2 * DAY;
 
 const list = (items: readonly string[], index: string) => `[${items.map(quoteString).join(", ")}][1 + ${index} % ${items.length}]`;
 const OTHER_EVENTS = (
@@ -43,7 +53,9 @@ const AGENTS = [
  * One INSERT ... SELECT of rows [from, from + count) (functions of both 18.16 and current). Row n
  * is message k = n, except every hundredth row of the second block on: a retry of message
  * n - block - 1, from the previous INSERT (one INSERT collapses its own retries on current
- * ClickHouse, optimize_on_insert), with the same timestamps and a later received_at.
+ * ClickHouse, optimize_on_insert), with the same timestamps and a received_at 1-61 minutes later.
+ * In arrival order message k is received at 60 days x k / rows after the start, and its
+ * timestamp is that, less up to LATE_MAX for LATE_PERCENT of messages (those sent with one).
  */
 export function insertSql(database: string, p: Plan, from: number, count: number): string {
   const device = (owner: string, d: string) => `UUIDNumToString(sipHash128(concat('d', toString(${owner}), '.', toString(${d}))))`;
@@ -63,8 +75,8 @@ export function insertSql(database: string, p: Plan, from: number, count: number
     previous_id: `if(kind = 'alias', ${device("uix", "dev")}, '')`,
     timestamp: "toDateTime(ts)",
     original_timestamp: "if(clockless, NULL, toDateTime(ts))",
-    sent_at: "if(clockless, NULL, toDateTime(ts))",
-    received_at: `toDateTime(ts + if(clockless, 0, 1 + cityHash64(k, 8) % 4) + if(retry, 60 + n % 3600, 0))`,
+    sent_at: "if(clockless, NULL, toDateTime(arrived))",
+    received_at: `toDateTime(arrived + if(clockless, 0, 1 + cityHash64(k, 8) % 4) + if(retry, 60 + n % 3600, 0))`,
     properties: `multiIf(
       kind = 'track', concat('{"product_id":"p', toString(x), '","sku":"SKU-', toString(x * 7), '","name":"Product ', toString(x), '","price":', ${price}, ',"currency":"USD","quantity":', toString(1 + x % 4), ',"category":"', ${list(CATEGORIES, "x")}, '","revenue":', ${price}, ',"plan":"', ${list(["free", "pro", "team"], "cityHash64(uix, 11)")}, '","utm_source":"', ${list(["google", "newsletter", "partner", "direct", "twitter"], "cityHash64(k, 12)")}, '"}'),
       kind = 'page', concat('{"path":"/', lower(${page}), '/', toString(x), '","url":"https://shop.example.com/', lower(${page}), '/', toString(x), '","title":"', ${page}, ' | Shop","referrer":"https://www.google.com/search?q=', toString(x), '","search":""}'),
@@ -97,8 +109,13 @@ FROM (
     cityHash64(k, 3) % 3 AS dev,
     kind IN ('track', 'page', 'screen') AND cityHash64(k, 4) % 1000 < 281 AS anon,
     if(anon, cityHash64(k, 5) % ${p.users * 2}, uix) AS owner,
-    ${p.end} - cityHash64(k, 6) % ${60 * DAY} AS ts,
     cityHash64(k, 7) % 50 = 0 AS clockless,
+    ${
+      p.order === "shuffled"
+        ? `${p.end} - cityHash64(k, 6) % ${60 * DAY} AS arrived, arrived AS ts`
+        : `${p.end - 60 * DAY + 1} + intDiv(k * ${60 * DAY}, ${p.rows}) AS arrived,
+    arrived - if(NOT clockless AND cityHash64(k, 6) % 100 < ${LATE_PERCENT}, cityHash64(k, 13) % ${LATE_MAX}, 0) AS ts`
+    },
     cityHash64(k, 9) % 1000 AS x
   FROM (
     SELECT number AS n, if(number % 100 = 99 AND number >= ${p.block}, toUInt64(number - ${p.block + 1}), number) AS k, k != n AS retry

@@ -8,7 +8,8 @@
  * retried for ever; a poison row becomes a dead letter and the rest land; the probe tells a
  * table that takes inserts from one that does not; the ends of the storable time range are
  * stored as sent; the migration's copy of a table holding 150 months succeeds; a deletion's
- * mutations run and leave every row of the users a planted link names.
+ * mutations run and leave every row of the users a planted link names; current ClickHouse merges a
+ * month that no longer gets parts into one (setup's setting), while a live month keeps getting them.
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
@@ -23,6 +24,7 @@ import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
 import { Flusher } from "../../sink/flush";
 import { clientSql, serverPartitionsPerInsert, type Sql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
+import { CLOSED_PARTITION_AGE_SECONDS } from "../../schemas/clickhouse/partitions";
 import { eventLineMonth, partitionChunks } from "../../sink/partitions";
 import {
   classifyInsertError,
@@ -110,7 +112,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     engine = await open();
   });
   s.after(async () => {
-    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy"])
+    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "closed"])
       await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
   });
@@ -252,6 +254,43 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
       "alice's users row stays",
     );
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
+  });
+
+  s("closed months: current ClickHouse merges one that gets no new part into one part by itself; 18.16 has no such setting", async () => {
+    await migrate(engine.sql, scratch(db("closed")));
+    const created = async () =>
+      (
+        await engine.sql.rows<{ q: string }>(
+          `SELECT create_table_query AS q FROM system.tables WHERE database = '${db("closed")}' AND name = 'events'`,
+        )
+      )[0]!.q;
+    if (engine.dialect === "legacy") {
+      assert.not.match(await created(), /force_merge/);
+      return;
+    }
+    assert.match(await created(), new RegExp(`min_partition_age_to_force_merge_seconds = ${CLOSED_PARTITION_AGE_SECONDS}\\b`));
+    // An operator's value stays: setup runs at every start.
+    await engine.sql.command(`ALTER TABLE ${events("closed")} MODIFY SETTING min_partition_age_to_force_merge_seconds = 2`);
+    await migrate(engine.sql, scratch(db("closed")));
+    assert.match(await created(), /min_partition_age_to_force_merge_seconds = 2\b/);
+    const insert = engine.insertLines(events("closed"));
+    for (let i = 0; i < 3; i++) await insert(lines([`2026-09-1${i}T12:00:00.000Z`], "2026-11-24T10:00:00.000Z", `old${i}-`));
+    const parts = async () =>
+      engine.sql.rows<{ partition: string; n: string | number }>(
+        `SELECT partition, count() AS n FROM system.parts WHERE database = '${db("closed")}' AND table = 'events' AND active GROUP BY partition ORDER BY partition`,
+      );
+    let seen: { partition: string; n: string | number }[] = [];
+    // The open month gets a part every 500 ms (a live sink): its youngest part stays younger than 2 s.
+    for (let i = 0; i < 120; i++) {
+      const now = new Date().toISOString();
+      await insert(lines([now], now, `new${i}-`));
+      seen = await parts();
+      if (seen.some((p) => p.partition === "202609" && Number(p.n) === 1)) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const closed = seen.find((p) => p.partition === "202609");
+    assert.is(Number(closed?.n), 1, `the closed month in one part within 60 s: ${JSON.stringify(seen)}`);
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events("closed")} FINAL WHERE event_date < '2026-10-01'`), 3);
   });
 
   s.run();

@@ -4,7 +4,7 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { DEFAULT_PARTITIONS_PER_INSERT, partitionsPerInsert } from "../../../schemas/clickhouse/events";
+import { DEFAULT_PARTITIONS_PER_INSERT, partitionsPerInsert } from "../../../schemas/clickhouse/partitions";
 import type { BatchItem } from "../../../sink/batch";
 import { eventLineMonth, partitionChunks } from "../../../sink/partitions";
 

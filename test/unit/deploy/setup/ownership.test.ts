@@ -10,7 +10,8 @@ import { REJECTED_TABLE, reservedTableNames, tableNameConflict } from "../../../
 import * as assert from "uvu/assert";
 import { type Dialect } from "../../../../schemas/clickhouse/sql";
 import { viewsDdl, viewNames } from "../../../../schemas/clickhouse/analyst";
-import { partitionsToDrop, retentionDdl } from "../../../../schemas/clickhouse/events";
+import { retentionDdl } from "../../../../schemas/clickhouse/events";
+import { partitionsToDrop } from "../../../../schemas/clickhouse/partitions";
 
 // ---------------------------------------------------------------- pure
 

@@ -8,7 +8,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { feeds, viewsDdl } from "../../../../schemas/clickhouse/analyst";
 import { migrationsTableDdl, rejectedTableDdl } from "../../../../schemas/clickhouse/tables";
-import { addColumnsDdl, partitionsQuery, tableDdl } from "../../../../schemas/clickhouse/events";
+import { addColumnsDdl, tableDdl } from "../../../../schemas/clickhouse/events";
+import { partitionsQuery } from "../../../../schemas/clickhouse/partitions";
 import { classifyExisting, clusterObjectNames, readsDistributed, type TableRow } from "../../../../deploy/setup/ownership";
 
 test("one server: no ON CLUSTER, plain engines, event_date MATERIALIZED (unchanged)", () => {
