@@ -30,6 +30,7 @@ import {
   inEventMonths,
   copyEventsSql,
   addColumnsDdl,
+  retypeColumnsDdl,
 } from "../../schemas/clickhouse/events";
 import { closedPartitionMergeDdl, FORCE_MERGE_SETTINGS_QUERY } from "../../schemas/clickhouse/partitions";
 import { viewsDdl, USERS_TABLE, feeds } from "../../schemas/clickhouse/analyst";
@@ -69,7 +70,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   await sql.command(migrationsTableDdl(database, cluster));
   const moved = cluster === undefined ? await moveToTimeOrdered(sql, dialect, database, table, config.retentionDays) : undefined;
   for (const query of createEvents) await sql.command(query);
-  await addMissingColumns(sql, dialect, database, table, cluster);
+  await addMissingColumns(sql, dialect, database, table, cluster, true);
   const [events] = await tablesNamed(sql, database, [storageName(table, cluster)]);
   for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays, cluster))
     await sql.command(query);
@@ -179,10 +180,22 @@ async function tablesNamed(sql: Sql, database: string, names: string[]): Promise
   return sql.rows<TableRow>(existingObjectsQuery(database, names));
 }
 
-/** Adds the columns of later releases that `table` lacks (18.16 has no ADD COLUMN IF NOT EXISTS). */
-async function addMissingColumns(sql: Sql, dialect: Dialect, database: string, table: string, cluster?: string): Promise<void> {
-  const existing = new Set((await sql.rows<{ name: string }>(columnsQuery(database, storageName(table, cluster)))).map((c) => c.name));
-  for (const query of addColumnsDdl(dialect, database, table, existing, cluster)) await sql.command(query);
+/**
+ * Adds the columns of later releases that `table` lacks (18.16 has no ADD COLUMN IF NOT EXISTS)
+ * and, with `retype`, gives retyped columns their new type (retypeColumnsDdl).
+ */
+async function addMissingColumns(
+  sql: Sql,
+  dialect: Dialect,
+  database: string,
+  table: string,
+  cluster?: string,
+  retype = false,
+): Promise<void> {
+  const columns = await sql.rows<{ name: string; type: string }>(columnsQuery(database, storageName(table, cluster)));
+  const types = new Map(columns.map((c) => [c.name, c.type]));
+  for (const query of addColumnsDdl(dialect, database, table, new Set(types.keys()), cluster)) await sql.command(query);
+  if (retype) for (const query of retypeColumnsDdl(dialect, database, table, types, cluster)) await sql.command(query);
 }
 
 async function activeParts(sql: Sql, database: string, table: string): Promise<string[]> {

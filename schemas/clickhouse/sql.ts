@@ -87,9 +87,9 @@ export function alterDistributedDdl(
   return [`DROP TABLE IF EXISTS ${table}${onCluster(cluster)}`, distributedDdl(database, name, cluster, shardingKey)];
 }
 
-/** A query listing the columns of a table (name per row). */
+/** A query listing the columns of a table (`name` and `type` per row). */
 export function columnsQuery(database: string, table: string): string {
-  return `SELECT name FROM system.columns WHERE database = ${quoteString(database)} AND table = ${quoteString(table)}`;
+  return `SELECT name, type FROM system.columns WHERE database = ${quoteString(database)} AND table = ${quoteString(table)}`;
 }
 
 /**

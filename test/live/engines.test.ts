@@ -9,7 +9,8 @@
  * table that takes inserts from one that does not; the ends of the storable time range are
  * stored as sent; the migration's copy of a table holding 150 months succeeds; a deletion's
  * mutations run and leave every row of the users a planted link names; current ClickHouse merges a
- * month that no longer gets parts into one (setup's setting), while a live month keeps getting them.
+ * month that no longer gets parts into one (setup's setting); setup makes `event` LowCardinality
+ * there in a table of an earlier release.
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
@@ -112,7 +113,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     engine = await open();
   });
   s.after(async () => {
-    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "closed"])
+    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "closed", "retype"])
       await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
   });
@@ -255,6 +256,34 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     );
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
   });
+
+  s(
+    "a table of a release before event was LowCardinality: setup retypes it on current ClickHouse, keeps String on 18.16, rows intact",
+    async () => {
+      await migrate(engine.sql, scratch(db("retype")));
+      const type = async () =>
+        (
+          await engine.sql.rows<{ type: string }>(
+            `SELECT type FROM system.columns WHERE database = '${db("retype")}' AND table = 'events' AND name = 'event'`,
+          )
+        )[0]!.type;
+      const wanted = engine.dialect === "current" ? "LowCardinality(String)" : "String";
+      assert.is(await type(), wanted);
+      if (engine.dialect === "current")
+        await engine.sql.command(`ALTER TABLE ${events("retype")} MODIFY COLUMN event String SETTINGS mutations_sync = 1`);
+      assert.is(await type(), "String");
+      await engine.insertLines(events("retype"))(lines(["2026-10-01T00:00:00.000Z", "2026-11-01T00:00:00.000Z"]));
+      await migrate(engine.sql, scratch(db("retype")));
+      assert.is(await type(), wanted);
+      const rows = await engine.sql.rows<{ event: string; n: string | number }>(
+        `SELECT event, count() AS n FROM ${events("retype")} FINAL GROUP BY event`,
+      );
+      assert.equal(
+        rows.map((r) => [r.event, Number(r.n)]),
+        [["E", 2]],
+      );
+    },
+  );
 
   s("closed months: current ClickHouse merges one that gets no new part into one part by itself; 18.16 has no such setting", async () => {
     await migrate(engine.sql, scratch(db("closed")));

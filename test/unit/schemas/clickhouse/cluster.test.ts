@@ -8,7 +8,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { feeds, viewsDdl } from "../../../../schemas/clickhouse/analyst";
 import { migrationsTableDdl, rejectedTableDdl } from "../../../../schemas/clickhouse/tables";
-import { addColumnsDdl, tableDdl } from "../../../../schemas/clickhouse/events";
+import { addColumnsDdl, retypeColumnsDdl, tableDdl } from "../../../../schemas/clickhouse/events";
 import { partitionsQuery } from "../../../../schemas/clickhouse/partitions";
 import { classifyExisting, clusterObjectNames, readsDistributed, type TableRow } from "../../../../deploy/setup/ownership";
 
@@ -179,6 +179,17 @@ test("readsDistributed: quoted strings or identifiers, all three arguments must 
   assert.not.ok(readsDistributed(stored, "pipeline", "d", "e"));
   assert.not.ok(readsDistributed(stored, "pipeline", "x", "e_local"));
   assert.not.ok(readsDistributed("ENGINE = MergeTree ORDER BY a", "pipeline", "d", "e_local"));
+});
+
+test("retyping event on a cluster: the local tables ON CLUSTER, then the Distributed table; nothing when the type is right or on 18.16", () => {
+  const older = new Map([["event", "String"]]);
+  assert.equal(retypeColumnsDdl("current", "db", "events", older, "c1"), [
+    "ALTER TABLE `db`.`events_local` ON CLUSTER `c1` MODIFY COLUMN event LowCardinality(String)",
+    "ALTER TABLE `db`.`events` ON CLUSTER `c1` MODIFY COLUMN event LowCardinality(String)",
+  ]);
+  assert.equal(retypeColumnsDdl("current", "db", "events", new Map([["event", "LowCardinality(String)"]]), "c1"), []);
+  assert.equal(retypeColumnsDdl("legacy", "db", "events", older, "c1"), []);
+  assert.equal(retypeColumnsDdl("current", "db", "events", new Map(), undefined), [], "no such column: nothing to retype");
 });
 
 test.run();
