@@ -190,12 +190,12 @@ export function stamp(
     const receivedMs = receivedTimes.ms(receipt.receivedAt);
     const clientMs = Date.parse(clientTime);
     const correctedMs = sentAt === undefined ? clientMs : skewCorrectedMs(receivedMs, sentTimes.ms(sentAt), clientMs);
-    if (inClientTimeWindow(clientMs, receivedMs)) timestamp = correctedMs === clientMs ? clientTime : new Date(correctedMs).toISOString();
+    const corrected = correctedMs === clientMs ? clientTime : new Date(correctedMs).toISOString();
+    if (inClientTimeWindow(clientMs, receivedMs)) timestamp = corrected;
     else {
       originalTimestamp = undefined;
       clientTimeInExtra = true;
-      if (inClientTimeWindow(correctedMs, receivedMs))
-        timestamp = correctedMs === clientMs ? clientTime : new Date(correctedMs).toISOString();
+      if (inClientTimeWindow(correctedMs, receivedMs)) timestamp = corrected;
     }
   }
   let context: JsonObject | null | undefined = message.context;
@@ -260,13 +260,17 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export function skewCorrected(receivedAt: string, sentAt: string, timestamp: string): string {
   const corrected = Date.parse(receivedAt) - (Date.parse(sentAt) - Date.parse(timestamp));
-  return corrected >= 0 && corrected < STORABLE_TIME_END_MS ? new Date(corrected).toISOString() : timestamp;
+  return storable(corrected) ? new Date(corrected).toISOString() : timestamp;
 }
 
 /** skewCorrected on epoch ms: the client's time when the correction would leave the storable range. */
 function skewCorrectedMs(receivedMs: number, sentMs: number, timestampMs: number): number {
   const corrected = receivedMs - (sentMs - timestampMs);
-  return corrected >= 0 && corrected < STORABLE_TIME_END_MS ? corrected : timestampMs;
+  return storable(corrected) ? corrected : timestampMs;
+}
+
+function storable(ms: number): boolean {
+  return ms >= 0 && ms < STORABLE_TIME_END_MS;
 }
 
 /** The epoch ms of the last time text asked for: one Date.parse per request for a time its items share. */
