@@ -24,6 +24,11 @@ export interface LoadJob {
   seconds: number;
   /** Requests per second, paced; 0 is as fast as `connections` closed loops go. */
   rate: number;
+  /**
+   * Write keys in turn instead of `headers.authorization`: request i is sent with
+   * `${prefix}${i % count}` (Basic auth, empty password), so `count` workspaces share the load.
+   */
+  keys?: { prefix: string; count: number };
 }
 
 /** The figures a phase reports. */
@@ -37,6 +42,19 @@ export interface LoadResult {
   /** CPU seconds the load generator itself used (user + system). */
   cpuSeconds: number;
 }
+
+/** Basic auth of write key `key` (empty password), as the SDKs send it. */
+const basicAuth = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`;
+
+/** The Authorization header of request `i`: the job's own, or the job's keys in turn. */
+function authorizationOf(job: LoadJob): (i: number) => string | undefined {
+  const keys = job.keys;
+  if (keys === undefined) return () => job.headers.authorization;
+  return (i) => basicAuth(`${keys.prefix}${i % keys.count}`);
+}
+
+/** `{ authorization }` when there is one, else nothing. */
+const withAuthorization = (auth: string | undefined): Record<string, string> => (auth === undefined ? {} : { authorization: auth });
 
 /** Bodies with fresh messageIds, in turn. */
 function bodySource(bodies: string[]): () => string {
@@ -54,13 +72,22 @@ function bodySource(bodies: string[]): () => string {
 
 /** Closed loops with autocannon. */
 async function closedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<LoadResult, "cpuSeconds">> {
+  const authorization = authorizationOf(job);
+  let sent = 0;
   const result = await autocannon({
     url: job.url,
     method: "POST",
     headers: job.headers,
     connections: job.connections,
     duration: job.seconds,
-    requests: [{ setupRequest: (req) => ({ ...req, body: nextBody() }) }],
+    requests: [
+      {
+        setupRequest: (req) => {
+          const auth = withAuthorization(authorization(sent++));
+          return { ...req, body: nextBody(), headers: { ...req.headers, ...auth } };
+        },
+      },
+    ],
   });
   return {
     requests: result.requests.total,
@@ -75,6 +102,8 @@ async function closedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Lo
 /** Paced open loop: request i starts at i/rate s; latency counts from that scheduled start. */
 async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<LoadResult, "cpuSeconds">> {
   const agent = new Agent({ keepAlive: true, maxSockets: job.connections });
+  const authorization = authorizationOf(job);
+  let issued = 0;
   const url = new URL(job.url);
   const latencies: number[] = [];
   let non2xx = 0;
@@ -90,7 +119,7 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
           path: url.pathname,
           method: "POST",
           agent,
-          headers: { ...job.headers, "content-length": Buffer.byteLength(body) },
+          headers: { ...job.headers, ...withAuthorization(authorization(issued++)), "content-length": Buffer.byteLength(body) },
         },
         (res) => {
           res.resume();

@@ -7,8 +7,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildRecords } from "../../ingest/envelope";
 import { dialectFor } from "../../schemas/clickhouse/sql";
@@ -24,6 +22,7 @@ import { enrichCost } from "./enrich-cost";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
 import type { LoadJob, LoadResult } from "./load";
+import { runLoad, stackPids } from "./child";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -35,33 +34,6 @@ const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean)
 const auth = { authorization: basic("test-key"), "content-type": "application/json" };
 /** The live view's token for the phase with a viewer (ingest/live/). */
 const VIEWER_TOKEN = `bench-viewer-${randomUUID()}`;
-
-/** Runs autocannon in its own process; the job goes through a temporary file (bodies exceed argv limits). */
-async function load(job: LoadJob): Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), "bench-"));
-  const file = join(dir, "job.json");
-  writeFileSync(file, JSON.stringify(job));
-  const child = spawn(process.execPath, [join(__dirname, "load.js"), file], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  const [code] = await once(child, "exit");
-  rmSync(dir, { recursive: true, force: true });
-  if (code !== 0) throw new Error(`load generator exited ${code}`);
-  return JSON.parse(out) as LoadResult;
-}
-
-/** PIDs of the local stack's servers, when this checkout's scripts started them. */
-function stackPids(): { kafka?: number; clickhouse?: number } {
-  const dir = process.env.STACK_DIR ?? join(__dirname, "..", "..", "..", ".stack");
-  const read = (file: string) => {
-    try {
-      return Number(readFileSync(join(dir, file), "utf8").trim()) || undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  return { kafka: read("kafka/kafka.pid"), clickhouse: read("clickhouse/clickhouse.pid") };
-}
 
 /** Percentile of sorted numbers. */
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
@@ -104,7 +76,7 @@ async function main(): Promise<void> {
     // Ceilings, each doing only its own part.
     const bare = spawn(process.execPath, [join(__dirname, "bare-http.js"), "0"], { stdio: ["ignore", "pipe", "inherit"] });
     const [portLine] = (await once(bare.stdout!, "data")) as [Buffer];
-    const http = await load({
+    const http = await runLoad({
       url: `http://127.0.0.1:${portLine.toString().trim()}/`,
       bodies: batchBodies,
       headers: auth,
@@ -186,7 +158,7 @@ async function main(): Promise<void> {
     const pids = { ingest: stack.ingest!.child.pid, sink: stack.sink!.child.pid, ...stackPids() };
     const cpuBefore = cpuSnapshot(pids);
     const started = Date.now();
-    const batch = await load(batchJob(0));
+    const batch = await runLoad(batchJob(0));
     const rowsAtEnd = await count();
     const elapsed = (Date.now() - started) / 1000;
     const cpuAfter = cpuSnapshot(pids);
@@ -217,7 +189,7 @@ async function main(): Promise<void> {
     figures.batch_non2xx = batch.non2xx + batch.errors;
 
     // Half of the maximum rate, paced evenly: latency when not saturated.
-    const half = await load(batchJob(Math.max(1, Math.floor(batch.reqPerSec / 2))));
+    const half = await runLoad(batchJob(Math.max(1, Math.floor(batch.reqPerSec / 2))));
     figures.half_rate_events_per_s = ((half.requests - half.non2xx) / SECONDS) * BATCH;
     figures.half_rate_p50_ms = half.p50;
     figures.half_rate_p99_ms = half.p99;
@@ -241,7 +213,7 @@ async function main(): Promise<void> {
     const viewerRowsBefore = await count();
     const viewerCpuBefore = cpuSnapshot(pids);
     const viewerStarted = Date.now();
-    const withViewer = await load(batchJob(0));
+    const withViewer = await runLoad(batchJob(0));
     const viewerElapsed = (Date.now() - viewerStarted) / 1000;
     const viewerRowsAtEnd = await count();
     const viewerCpuAfter = cpuSnapshot(pids);
@@ -257,7 +229,7 @@ async function main(): Promise<void> {
     await landedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
 
     // Single identify endpoint.
-    const single = await load({
+    const single = await runLoad({
       url: `${stack.base}/v1/identify`,
       bodies: identifyBodies,
       headers: auth,
@@ -286,7 +258,7 @@ async function main(): Promise<void> {
     process.kill(sinkPid, "SIGSTOP");
     let acceptPhase: LoadResult;
     try {
-      acceptPhase = await load(batchJob(0));
+      acceptPhase = await runLoad(batchJob(0));
     } finally {
       process.kill(sinkPid, "SIGCONT");
     }

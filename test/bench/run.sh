@@ -10,4 +10,4 @@ source deploy/local/session.sh
 trap stack_down EXIT
 npm run --silent build || exit 1
 stack_up >/dev/null || exit 1
-node dist/test/bench/main.js
+node "dist/test/bench/${1:-main}.js"

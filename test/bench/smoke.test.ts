@@ -4,22 +4,13 @@
  * and that every event acknowledged during it became a row; it asserts no speed (that is the
  * benchmark's own output, read by people, never a pass/fail threshold).
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { runScript } from "./child";
 import { FIGURE_KEYS } from "./figures";
 
 test("npm run bench, 2 s phases: every figure reported, nothing acked missing", async () => {
-  const child = spawn(process.execPath, [join(__dirname, "main.js")], {
-    env: { ...process.env, BENCH_SECONDS: "2", BENCH_CONNECTIONS: "4" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const [code] = (await once(child, "exit")) as [number | null];
+  const { code, out } = await runScript("main.js", { BENCH_SECONDS: "2", BENCH_CONNECTIONS: "4" });
   assert.is(code, 0, out);
   const lines = out.trim().split("\n");
   const figures = JSON.parse(lines.at(-1)!) as Record<string, number>;
