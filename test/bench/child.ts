@@ -1,6 +1,7 @@
 /**
  * What the benchmarks share: the load generator run as its own process, the local stack's server
- * PIDs, and a bench script run to its end (the smoke tests).
+ * PIDs, the waits for rows to land and for the sink to catch up, and a bench script run to its
+ * end (the smoke tests).
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -8,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoadJob, LoadResult } from "./load";
+import type { LiveStack } from "../support/harness";
 
 /** Runs test/bench/load.ts in its own process; the job goes through a temporary file (bodies exceed argv limits). Throws when it fails. */
 export async function runLoad(job: LoadJob): Promise<LoadResult> {
@@ -52,4 +54,31 @@ export function stackPids(): { kafka?: number; clickhouse?: number } {
     }
   };
   return { kafka: read("kafka/kafka.pid"), clickhouse: read("clickhouse/clickhouse.pid") };
+}
+
+/**
+ * Rows landed since `before` (`count` gives the table's rows), polled every `pollMs` until
+ * `expected` or `deadlineMs` from now.
+ */
+export async function landedSince(
+  count: () => Promise<number>,
+  before: number,
+  expected: number,
+  pollMs: number,
+  deadlineMs: number,
+): Promise<number> {
+  const end = Date.now() + deadlineMs;
+  let landed = (await count()) - before;
+  while (landed < expected && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, pollMs));
+    landed = (await count()) - before;
+  }
+  return landed;
+}
+
+/** Waits (at most `deadlineMs`) until the sink's group has committed every record of the stack's topic. */
+export async function sinkCaughtUp(stack: LiveStack, deadlineMs: number): Promise<void> {
+  const by = Date.now() + deadlineMs;
+  for (let lag = await stack.groupLag(); lag.committed < lag.end && Date.now() < by; lag = await stack.groupLag())
+    await new Promise((r) => setTimeout(r, 200));
 }

@@ -12,14 +12,14 @@
  * bytes of requests in flight. Then the sizing table derived from the 100-message point.
  * CURVE_ONLY names one curve to run. Prints tables, then one JSON line per point.
  */
-import { writeFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LiveStack, freePort } from "../support/harness";
 import { corpus } from "./corpus";
-import { cpuSnapshot } from "./procstat";
+import { cpuSnapshot, rssMb } from "./procstat";
 import type { LoadJob } from "./load";
-import { runLoad, stackPids } from "./child";
+import { landedSince, runLoad, sinkCaughtUp, stackPids } from "./child";
 
 const SECONDS = Number(process.env.CURVE_SECONDS ?? 10);
 const CONNECTIONS = 16;
@@ -79,12 +79,6 @@ function bodies(point: Point, messages: Record<string, unknown>[]): string[] {
   });
 }
 
-/** Resident memory of a process now, MB. */
-function rssMb(pid: number): number {
-  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(kb ?? Number.NaN) / 1024;
-}
-
 type Figures = Record<string, number>;
 
 async function main(): Promise<void> {
@@ -119,11 +113,7 @@ async function main(): Promise<void> {
       rate: 0,
       keys: { prefix: KEY_PREFIX, count: point.keys },
     });
-    const settled = async () => {
-      const by = Date.now() + 180_000;
-      for (let lag = await stack.groupLag(); lag.committed < lag.end && Date.now() < by; lag = await stack.groupLag())
-        await new Promise((r) => setTimeout(r, 250));
-    };
+    const settled = () => sinkCaughtUp(stack, 180_000);
     // Warm-up: V8's and the broker's JIT, ClickHouse's first parts.
     await runLoad(job({ curve: "batch", batch: 100, keys: 1 }, SECONDS));
     await settled();
@@ -135,12 +125,7 @@ async function main(): Promise<void> {
       const result = await runLoad(j);
       const rss = rssMb(pids.ingest!);
       const accepted = (result.requests - result.non2xx) * point.batch;
-      let landed = (await count()) - before;
-      const deadline = Date.now() + 180_000;
-      while (landed < accepted && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 200));
-        landed = (await count()) - before;
-      }
+      const landed = await landedSince(count, before, accepted, 200, 180_000);
       const elapsed = (Date.now() - started) / 1000;
       const cpu1 = cpuSnapshot(pids);
       const f: Figures = {

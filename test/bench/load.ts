@@ -43,18 +43,12 @@ export interface LoadResult {
   cpuSeconds: number;
 }
 
-/** Basic auth of write key `key` (empty password), as the SDKs send it. */
-const basicAuth = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`;
-
-/** The Authorization header of request `i`: the job's own, or the job's keys in turn. */
-function authorizationOf(job: LoadJob): (i: number) => string | undefined {
+/** The Authorization header of request `i` when the job's keys rotate (Basic auth, empty password, as SDKs send it); undefined: `headers` as given. */
+function rotatingAuthorization(job: LoadJob): ((i: number) => string) | undefined {
   const keys = job.keys;
-  if (keys === undefined) return () => job.headers.authorization;
-  return (i) => basicAuth(`${keys.prefix}${i % keys.count}`);
+  if (keys === undefined) return undefined;
+  return (i) => `Basic ${Buffer.from(`${keys.prefix}${i % keys.count}:`).toString("base64")}`;
 }
-
-/** `{ authorization }` when there is one, else nothing. */
-const withAuthorization = (auth: string | undefined): Record<string, string> => (auth === undefined ? {} : { authorization: auth });
 
 /** Bodies with fresh messageIds, in turn. */
 function bodySource(bodies: string[]): () => string {
@@ -72,7 +66,7 @@ function bodySource(bodies: string[]): () => string {
 
 /** Closed loops with autocannon. */
 async function closedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<LoadResult, "cpuSeconds">> {
-  const authorization = authorizationOf(job);
+  const authorization = rotatingAuthorization(job);
   let sent = 0;
   const result = await autocannon({
     url: job.url,
@@ -82,10 +76,10 @@ async function closedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Lo
     duration: job.seconds,
     requests: [
       {
-        setupRequest: (req) => {
-          const auth = withAuthorization(authorization(sent++));
-          return { ...req, body: nextBody(), headers: { ...req.headers, ...auth } };
-        },
+        setupRequest: (req) =>
+          authorization === undefined
+            ? { ...req, body: nextBody() }
+            : { ...req, body: nextBody(), headers: { ...req.headers, authorization: authorization(sent++) } },
       },
     ],
   });
@@ -102,7 +96,7 @@ async function closedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Lo
 /** Paced open loop: request i starts at i/rate s; latency counts from that scheduled start. */
 async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<LoadResult, "cpuSeconds">> {
   const agent = new Agent({ keepAlive: true, maxSockets: job.connections });
-  const authorization = authorizationOf(job);
+  const authorization = rotatingAuthorization(job);
   let issued = 0;
   const url = new URL(job.url);
   const latencies: number[] = [];
@@ -119,7 +113,11 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
           path: url.pathname,
           method: "POST",
           agent,
-          headers: { ...job.headers, ...withAuthorization(authorization(issued++)), "content-length": Buffer.byteLength(body) },
+          headers: {
+            ...job.headers,
+            ...(authorization === undefined ? {} : { authorization: authorization(issued++) }),
+            "content-length": Buffer.byteLength(body),
+          },
         },
         (res) => {
           res.resume();

@@ -22,7 +22,7 @@ import { enrichCost } from "./enrich-cost";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
 import type { LoadJob, LoadResult } from "./load";
-import { runLoad, stackPids } from "./child";
+import { landedSince, runLoad, sinkCaughtUp, stackPids } from "./child";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -118,16 +118,8 @@ async function main(): Promise<void> {
 
     // Batch endpoint under full load, with receive-to-queryable probes and end-to-end rows.
     const count = async () => Number((await stack.select<{ n: string }>(`SELECT count() AS n FROM ${stack.table}`))[0]!.n);
-    /** Rows landed since `before`, polled every `pollMs` until `expected` or `deadlineMs` from now. */
-    const landedSince = async (before: number, expected: number, pollMs: number, deadlineMs: number) => {
-      const end = Date.now() + deadlineMs;
-      let landed = (await count()) - before;
-      while (landed < expected && Date.now() < end) {
-        await new Promise((r) => setTimeout(r, pollMs));
-        landed = (await count()) - before;
-      }
-      return landed;
-    };
+    const rowsLandedSince = (before: number, expected: number, pollMs: number, deadlineMs: number) =>
+      landedSince(count, before, expected, pollMs, deadlineMs);
     const rowsBefore = await count();
     const probes: { id: string; sent: number; seen?: number }[] = [];
     let probing = true;
@@ -182,7 +174,7 @@ async function main(): Promise<void> {
     // Let the sink catch up, and time how long that takes.
     const drainStart = Date.now();
     const expected = accepted + probes.length;
-    const landed = await landedSince(rowsBefore, expected, 250, 120_000);
+    const landed = await rowsLandedSince(rowsBefore, expected, 250, 120_000);
     figures.drain_after_load_s = (Date.now() - drainStart) / 1000;
     // Every 2xx of the phase must be a row (more rows is fine: autocannon drops answers in flight at its end).
     figures.rows_missing = Math.max(0, expected - landed);
@@ -226,7 +218,7 @@ async function main(): Promise<void> {
     figures.viewer_ingest_cpu_us_per_event = ((viewerCpuAfter.ingest! - viewerCpuBefore.ingest!) * 1e6) / Math.max(1, viewerAccepted);
     figures.ingest_cpu_us_per_event = (figures.cpu_ingest_s! * 1e6) / Math.max(1, accepted);
     figures.viewer_batch_non2xx = withViewer.non2xx + withViewer.errors;
-    await landedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
+    await rowsLandedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
 
     // Single identify endpoint.
     const single = await runLoad({
@@ -247,9 +239,7 @@ async function main(): Promise<void> {
     // The accept path alone (ingest and Kafka; the peers' gateways are measured this way): the
     // sink is paused with SIGSTOP for the phase, then resumed; the backlog it then inserts with
     // nothing else running gives the sink's own rate. Its session timeout outlasts the pause.
-    const settleBy = Date.now() + 120_000;
-    for (let lag = await stack.groupLag(); lag.committed < lag.end && Date.now() < settleBy; lag = await stack.groupLag())
-      await new Promise((r) => setTimeout(r, 200));
+    await sinkCaughtUp(stack, 120_000);
     const acceptRowsBefore = await count();
     const sinkPid = stack.sink!.child.pid!;
     const acceptPids = { ingest: pids.ingest, ...stackPids() };
@@ -274,7 +264,7 @@ async function main(): Promise<void> {
     const catchUpPids = { sink: sinkPid, ...stackPids() };
     const catchUpCpuBefore = cpuSnapshot(catchUpPids);
     const catchUpStart = Date.now();
-    const caught = await landedSince(acceptRowsBefore, backlog, 100, 180_000);
+    const caught = await rowsLandedSince(acceptRowsBefore, backlog, 100, 180_000);
     figures.sink_catchup_rows_per_s = caught / ((Date.now() - catchUpStart) / 1000);
     const catchUpCpuAfter = cpuSnapshot(catchUpPids);
     for (const name of Object.keys(catchUpCpuAfter))

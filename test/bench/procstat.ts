@@ -50,10 +50,21 @@ export function cpuSeconds(pid: number): number {
 
 /** Peak RSS (VmHWM) of a process tree, MB: the sum of each process's own peak. */
 export function peakRssMb(pid: number): number {
+  return statusMb(pid, "VmHWM");
+}
+
+/** Resident memory (VmRSS) of a process tree now, MB. */
+export function rssMb(pid: number): number {
+  return statusMb(pid, "VmRSS");
+}
+
+/** A kB field of /proc/PID/status summed over the process tree, MB. */
+function statusMb(pid: number, field: "VmHWM" | "VmRSS"): number {
+  const pattern = new RegExp(`${field}:\\s+(\\d+)`);
   let kb = 0;
   for (const p of processTree(pid)) {
     try {
-      kb += Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0);
+      kb += Number(pattern.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0);
     } catch {
       // gone
     }
