@@ -23,4 +23,8 @@ export const FIGURE_KEYS = [
   "ingest_cpu_us_per_event",
   "enrich_us_per_event",
   "enrich_uncached_us_per_event",
+  "build_us_per_event",
+  "kafkajs_encode_us_per_event",
+  "kafkajs_encode_under_512_us_per_event",
+  "record_value_bytes",
 ];

@@ -19,6 +19,7 @@ import { basic, freePort, LiveStack } from "../support/harness";
 import { corpus } from "./corpus";
 import { FIGURE_KEYS } from "./figures";
 import { enrichCost } from "./enrich-cost";
+import { encodeCost } from "./encode-cost";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
 import type { LoadJob, LoadResult } from "./load";
@@ -90,6 +91,11 @@ async function main(): Promise<void> {
     const enrich = enrichCost(messages);
     figures.enrich_us_per_event = enrich.cached;
     figures.enrich_uncached_us_per_event = enrich.uncached;
+    const encode = await encodeCost(messages as unknown as Message[]);
+    figures.build_us_per_event = encode.build;
+    figures.kafkajs_encode_us_per_event = encode.encode;
+    figures.kafkajs_encode_under_512_us_per_event = encode.encodeUnder512;
+    figures.record_value_bytes = encode.valueBytes;
 
     const receipt = { workspaceId: "ws-bench", receivedAt: new Date().toISOString() };
     const built = buildRecords(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[], {}, receipt, 32 * 1024);
@@ -324,6 +330,12 @@ function report(f: Record<string, number>): void {
       `${n(f.enrich_us_per_event, 2)} µs/event`,
       `${n(f.enrich_uncached_us_per_event, 1)} µs/event for a user agent not seen before`,
       "",
+    ],
+    [
+      "Ingest work per message (in-process)",
+      `parse + check + build ${n(f.build_us_per_event, 1)} µs`,
+      `kafkajs encode ${n(f.kafkajs_encode_us_per_event, 1)} µs (record value ${n(f.record_value_bytes)} bytes)`,
+      `${n(f.kafkajs_encode_under_512_us_per_event, 1)} µs for the same records under 512 bytes`,
     ],
     ["HTTP ceiling (bare node:http + JSON.parse)", `${n(f.http_ceiling_events_per_s)} events/s`, "", ""],
     ["Kafka ceiling (sendBatch, acks=all)", `${n(f.kafka_ceiling_msgs_per_s)} msgs/s`, "", ""],
