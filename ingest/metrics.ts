@@ -34,7 +34,8 @@ export interface IngestMetrics {
 export function ingestMetrics(): IngestMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "ingest_" });
-  const seconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+  // 15 and 20 ms: a 20 ms latency objective (issue 28's paced p99) is read off a bucket, not between two.
+  const seconds = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
   return {
     registry,
     requests: new Counter({

@@ -39,6 +39,12 @@ export interface LoadResult {
   reqPerSec: number;
   p50: number;
   p99: number;
+  /**
+   * Paced only: p99 of how late the generator sent a request after its scheduled start, ms (its
+   * own timers and scheduling on a shared machine), and p99 from the send to the answer's end.
+   */
+  sendLagP99?: number;
+  answerP99?: number;
   /** CPU seconds the load generator itself used (user + system). */
   cpuSeconds: number;
 }
@@ -100,10 +106,13 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
   let issued = 0;
   const url = new URL(job.url);
   const latencies: number[] = [];
+  const sendLags: number[] = [];
+  const answers: number[] = [];
   let non2xx = 0;
   let errors = 0;
   const inFlight = new Set<Promise<void>>();
   const send = (scheduled: number) => {
+    let sentAt = 0;
     const body = nextBody();
     const done = new Promise<void>((resolve) => {
       const req = request(
@@ -123,7 +132,9 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
           res.resume();
           res.on("end", () => {
             if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
-            latencies.push(performance.now() - scheduled);
+            const now = performance.now();
+            latencies.push(now - scheduled);
+            answers.push(now - sentAt);
             resolve();
           });
         },
@@ -132,6 +143,8 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
         errors++;
         resolve();
       });
+      sentAt = performance.now();
+      sendLags.push(sentAt - scheduled);
       req.end(body);
     });
     inFlight.add(done);
@@ -148,9 +161,20 @@ async function pacedLoop(job: LoadJob, nextBody: () => string): Promise<Omit<Loa
   }
   await Promise.all(inFlight);
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const at = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]! * 10) / 10;
-  return { requests: total, non2xx, errors, reqPerSec: total / job.seconds, p50: at(0.5), p99: at(0.99) };
+  const at = (values: number[], p: number) => {
+    values.sort((a, b) => a - b);
+    return Math.round(values[Math.min(values.length - 1, Math.floor(values.length * p))]! * 10) / 10;
+  };
+  return {
+    requests: total,
+    non2xx,
+    errors,
+    reqPerSec: total / job.seconds,
+    p50: at(latencies, 0.5),
+    p99: at(latencies, 0.99),
+    sendLagP99: at(sendLags, 0.99),
+    answerP99: at(answers, 0.99),
+  };
 }
 
 async function main(): Promise<void> {

@@ -191,6 +191,7 @@ async function main(): Promise<void> {
     figures.half_rate_events_per_s = ((half.requests - half.non2xx) / SECONDS) * BATCH;
     figures.half_rate_p50_ms = half.p50;
     figures.half_rate_p99_ms = half.p99;
+    if (half.sendLagP99 !== undefined) figures.half_rate_send_lag_p99_ms = half.sendLagP99;
 
     // The batch phase again with one live viewer reading /live/events of the workspace: what the
     // live view costs the ingest per event, and whether e2e moves beyond the bench's noise.
@@ -297,7 +298,7 @@ function report(f: Record<string, number>): void {
       "  paced at half that rate",
       `${n(f.half_rate_events_per_s)} events/s`,
       `p50 ${n(f.half_rate_p50_ms, 1)} ms, p99 ${n(f.half_rate_p99_ms, 1)} ms`,
-      "",
+      `the generator sent late by up to ${n(f.half_rate_send_lag_p99_ms, 1)} ms (p99)`,
     ],
     ["Single identify endpoint", `${n(f.single_req_per_s)} req/s`, `p50 ${n(f.single_p50_ms, 1)} ms, p99 ${n(f.single_p99_ms, 1)} ms`, ""],
     [
