@@ -2,11 +2,12 @@
  * The ingest's in-process CPU per message, without I/O, best of several passes over 100-message
  * batch bodies:
  * - `build`: parse the body, sort and check its items, build their records (ingest/validate.ts,
- *   ingest/envelope.ts): the ingest's own work;
- * - `encode`: kafkajs turning those records into one produce request over three partitions, the
- *   work of every sendBatch before a byte is written (kafkajs 2.x: one 512-byte buffer per record,
- *   doubled when the record is longer, copied into its batch, the batch into the request; CRC32C
- *   in JavaScript);
+ *   ingest/envelope.ts): the ingest's own work, less the enrichment (its own row, enrich-cost.ts);
+ * - `encode`: kafkajs turning those records into one produce request over three partitions (each
+ *   record on its key's partition, as the ingest's partitioner puts it), the work of every
+ *   sendBatch before a byte is written (kafkajs 2.x: one 512-byte buffer per record, doubled when
+ *   the record is longer, copied into its batch, the batch into the request; CRC32C in
+ *   JavaScript);
  * - `encodeUnder512`: the same records with each value cut to 440 bytes, so that every record
  *   fits kafkajs's first buffer (what a shorter record format would pay).
  * Figures of the machine it runs on; reported by `npm run bench`, never asserted.
@@ -17,6 +18,7 @@ import type { Message } from "../../schemas/messages";
 import type { EventRecord } from "../../schemas/envelope";
 import { sortBatch } from "../../ingest/validate";
 import { buildRecords } from "../../ingest/envelope";
+import { murmur2 } from "../../schemas/kafka/partitioner";
 
 /** kafkajs's produce request (v3, which v4-v7 reuse): its internal module, not in its typings. */
 type ProduceRequest = (request: {
@@ -46,7 +48,7 @@ async function encodeMicros(batches: readonly EventRecord[][]): Promise<number> 
     const partitions = Array.from({ length: PARTITIONS }, (_, p) => ({
       partition: p,
       firstSequence: 0,
-      messages: records.filter((_, i) => i % PARTITIONS === p),
+      messages: records.filter((r) => (murmur2(r.key) & 0x7fffffff) % PARTITIONS === p),
     }));
     await produceRequest({ acks: -1, timeout: 10_000, compression: 0, topicData: [{ topic: "events", partitions }] }).encode();
     messages += records.length;
