@@ -124,8 +124,10 @@ export const ROW_VALUE_PREFIX = Buffer.from('{"workspace_id":');
 
 /** Whether a record value is an events row (format 2) the sink may pass to ClickHouse as it is. */
 export function isRowValue(value: Buffer): boolean {
-  // compare() over a range: no view of the value is made for each record (the sink's hot path).
-  return value.length > ROW_VALUE_PREFIX.length && ROW_VALUE_PREFIX.compare(value, 0, ROW_VALUE_PREFIX.length) === 0;
+  if (value.length <= ROW_VALUE_PREFIX.length) return false;
+  // Byte by byte, not Buffer.compare: that native call per record was 4% of the sink's CPU (issue 28).
+  for (let i = 0; i < ROW_VALUE_PREFIX.length; i++) if (value[i] !== ROW_VALUE_PREFIX[i]) return false;
+  return true;
 }
 
 const FIELD_KEYS = new Map<string, Buffer>();
