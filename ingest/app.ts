@@ -157,11 +157,18 @@ export function createApp(deps: AppDeps): Koa {
     const headers = ctx.headers as AuthHeaders;
     // A bad header fails before the body is read; a good one makes the request keyed from the start.
     const keyed = headers.authorization !== undefined || headers.publicwritekey !== undefined;
-    if (keyed) assertAuthenticated(deps.writeKeys.authenticate(headers));
+    const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
+    if (headerAuth !== undefined) assertAuthenticated(headerAuth);
     const lease = budget.open(keyed);
     try {
       const body = await readJson(ctx, limits, deps.bodyTimeoutMs, (bytes) => charge(lease, bytes));
-      const auth = deps.writeKeys.authenticate(headers, body?.writeKey);
+      // A body without a writeKey of its own leaves the header's lookup standing (one SHA-256 a
+      // request); one with a writeKey is checked against the header's key and looked up.
+      const bodyKey: unknown = body?.writeKey;
+      const auth =
+        headerAuth !== undefined && (bodyKey === undefined || bodyKey === null)
+          ? headerAuth
+          : deps.writeKeys.authenticate(headers, bodyKey);
       assertAuthenticated(auth);
       lease.markKeyed();
       const sorted = route.sort(body);

@@ -8,6 +8,8 @@ import * as assert from "uvu/assert";
 import type { RejectedEnvelope } from "../../../schemas/envelope";
 import { basicAuth, inProcessIngest, type InProcessIngest } from "../../support/ingest-app";
 import { SentShapes } from "../../../ingest/catalog";
+import { WriteKeys } from "../../../ingest/auth";
+import { parseWriteKeys } from "../../../ingest/keys";
 import type { EventRow } from "../../../schemas/row";
 
 const app = suite("ingest app, in process");
@@ -76,6 +78,38 @@ app("an unknown writeKey gets 401 and nothing is produced", async () => {
   const response = await post("/v1/track", { messageId: "m-3", userId: "u1", event: "A" }, { authorization: basicAuth("nope") });
   assert.is(response.status, 401);
   assert.is(ingest.produced.length, 0);
+});
+
+app("a header-keyed request is looked up once; a body writeKey is still checked against the header's", async () => {
+  let lookups = 0;
+  class CountingKeys extends WriteKeys {
+    override workspaceOf(writeKey: string): string | undefined {
+      lookups += 1;
+      return super.workspaceOf(writeKey);
+    }
+  }
+  const counted = await inProcessIngest({ writeKeys: new CountingKeys(parseWriteKeys(["wk=ws", "other=ws2"])) });
+  const send = (body: unknown) =>
+    fetch(`${counted.base}/v1/track`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: basicAuth() },
+      body: JSON.stringify(body),
+    });
+  try {
+    assert.is((await send({ messageId: "h-1", userId: "u1", event: "A" })).status, 200);
+    assert.is(lookups, 1, "the header's key alone: one lookup");
+    assert.is((await send({ messageId: "h-2", userId: "u1", event: "A", writeKey: "other" })).status, 401, "a different key in the body");
+    assert.is((await send({ messageId: "h-3", userId: "u1", event: "A", writeKey: "wk" })).status, 200, "the same key in the body");
+    assert.equal(
+      counted.produced.map((r) => [r.key, (JSON.parse(r.value) as { workspace_id: string }).workspace_id]),
+      [
+        ["h-1", "ws"],
+        ["h-3", "ws"],
+      ],
+    );
+  } finally {
+    await counted.close();
+  }
 });
 
 app("when Kafka fails the answer is 503 with Retry-After; any other failure is a 500; never a 2xx", async () => {
