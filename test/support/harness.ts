@@ -38,6 +38,10 @@ export const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("
 /** A set of running services on their own topic, database and group. */
 export class LiveStack {
   readonly id = randomUUID().slice(0, 8);
+  /** Picks the ingest's port (freePort); a test may hand out a taken one first. */
+  pickPort: () => Promise<number> = freePort;
+  /** A writeKey only this stack's ingest knows: its settings answer tells it from another process on the port. */
+  readonly probeKey = `probe-${this.id}`;
   readonly env: Record<string, string>;
   readonly database: string;
   base = "";
@@ -62,8 +66,8 @@ export class LiveStack {
       INGEST_METRICS_PORT: "0",
       PRODUCE_TIMEOUT_MS: "5000",
       ...extraEnv,
-      // test-key is always there: marker() posts with it
-      WRITE_KEYS: ["test-key=ws-test,other-key=ws-other", extraEnv.WRITE_KEYS].filter(Boolean).join(","),
+      // test-key is always there: marker() posts with it; the probe key is this stack's alone (start())
+      WRITE_KEYS: ["test-key=ws-test,other-key=ws-other", `${this.probeKey}=ws-test`, extraEnv.WRITE_KEYS].filter(Boolean).join(","),
     };
     this.kafka = new Kafka({ clientId: `test-${this.id}`, brokers: kafkaConfig(this.env).brokers, logLevel: logLevel.NOTHING });
   }
@@ -73,7 +77,7 @@ export class LiveStack {
     return `${this.database}.events`;
   }
 
-  /** Runs setup, starts ingest and sink (node run with `nodeArgs`), waits for readiness. */
+  /** Runs setup, starts the ingest (node run with `nodeArgs`) and waits for it to be ready, then starts the sink. */
   async start(nodeArgs: string[] = []): Promise<void> {
     await this.run("deploy/setup/main.js");
     const c = clickhouseConfig(this.env);
@@ -84,12 +88,35 @@ export class LiveStack {
       database: this.database,
       clickhouse_settings: clusterSettings(c.cluster),
     });
-    const port = await freePort();
-    this.base = `http://127.0.0.1:${port}`;
-    this.env.INGEST_PORT = String(port);
-    this.ingest = this.spawn("ingest/main.js", {}, [], nodeArgs);
+    this.ingest = await this.startIngest(nodeArgs);
+    // The sink starts once the ingest holds its port: the sink's own port 0 cannot take it.
     this.sink = this.spawn("sink/main.js", {}, [], nodeArgs);
-    await waitFor("ingest /readyz", async () => ((await fetch(`${this.base}/readyz`)).status === 200 ? true : undefined));
+  }
+
+  /**
+   * Starts the ingest on a port freePort() found, until this stack's ingest answers ready on it.
+   * The port is free only when it is picked: another process may bind it before the ingest does,
+   * and then answers /readyz in its place, so readiness also asks for the settings of this stack's
+   * probe key, which no other ingest knows. An ingest that exits on EADDRINUSE is started again on
+   * another port (3 tries); any other exit throws with its output.
+   */
+  private async startIngest(nodeArgs: string[]): Promise<Service> {
+    for (let attempt = 1; ; attempt += 1) {
+      const port = await this.pickPort();
+      this.base = `http://127.0.0.1:${port}`;
+      this.env.INGEST_PORT = String(port);
+      const ingest = this.spawn("ingest/main.js", {}, [], nodeArgs);
+      const exited = () => ingest.child.exitCode !== null || ingest.child.signalCode !== null;
+      const ours = async () => (await fetch(`${this.base}/v1/projects/${this.probeKey}/settings`)).status === 200;
+      const ready = await waitFor("ingest /readyz", async () => {
+        if (exited()) return "exited";
+        return (await ours()) && (await fetch(`${this.base}/readyz`)).status === 200 ? "ready" : undefined;
+      });
+      if (ready === "ready") return ingest;
+      await ingest.exited;
+      if (!ingest.output().includes("EADDRINUSE") || attempt === 3)
+        throw new Error(`the ingest exited before it was ready:\n${ingest.output()}`);
+    }
   }
 
   /** Stops the services and drops this stack's topics and database. */
