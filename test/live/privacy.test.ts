@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, freePort, LiveStack, stopService, waitFor, type Service } from "../support/harness";
+import { basic, LiveStack, stopService, waitFor } from "../support/harness";
 
 // A refused-items topic of its own: the shared one holds every earlier test's, which a new sink group reads first.
 const stack = new LiveStack({ KAFKA_REJECTED_TOPIC: `test-rejected-${randomUUID().slice(0, 8)}` });
@@ -141,11 +141,9 @@ privacy(
   "users delete --suppress: new events of the user and of their anonymousId are answered 2xx and stored by neither ingest; unsuppress stores them",
   async () => {
     const [user, anon] = ["sup-u3", "sup-anon-3"];
-    const port = await freePort();
-    const second: Service = stack.spawn("ingest/main.js", { INGEST_PORT: String(port) });
+    const { service: second, port } = await stack.startIngest();
     try {
       const bases = [stack.base, `http://127.0.0.1:${port}`];
-      await waitFor("second ingest /readyz", async () => ((await fetch(`${bases[1]}/readyz`)).status === 200 ? true : undefined));
       await send(stack.base, journey(user, anon, 2));
       await stack.marker();
       await caughtUp();

@@ -88,34 +88,36 @@ export class LiveStack {
       database: this.database,
       clickhouse_settings: clusterSettings(c.cluster),
     });
-    this.ingest = await this.startIngest(nodeArgs);
+    const { service, port } = await this.startIngest({}, nodeArgs);
+    this.ingest = service;
+    this.base = `http://127.0.0.1:${port}`;
+    this.env.INGEST_PORT = String(port);
     // The sink starts once the ingest holds its port: the sink's own port 0 cannot take it.
     this.sink = this.spawn("sink/main.js", {}, [], nodeArgs);
   }
 
   /**
-   * Starts the ingest on a port freePort() found, until this stack's ingest answers ready on it.
-   * The port is free only when it is picked: another process may bind it before the ingest does,
-   * and then answers /readyz in its place, so readiness also asks for the settings of this stack's
-   * probe key, which no other ingest knows. An ingest that exits on EADDRINUSE is started again on
-   * another port (3 tries); any other exit throws with its output.
+   * Starts an ingest of this stack (its env plus `extra`) on a port `pickPort` found, and returns
+   * it once it answers ready there. The port is free only when it is picked: another process may
+   * bind it before the ingest does and answer /readyz in its place, so readiness also asks for the
+   * settings of this stack's probe key, which no other stack's ingest knows. An ingest that exits
+   * on EADDRINUSE is started again on another port (3 tries); any other exit throws with its output.
    */
-  private async startIngest(nodeArgs: string[]): Promise<Service> {
+  async startIngest(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<{ service: Service; port: number }> {
     for (let attempt = 1; ; attempt += 1) {
       const port = await this.pickPort();
-      this.base = `http://127.0.0.1:${port}`;
-      this.env.INGEST_PORT = String(port);
-      const ingest = this.spawn("ingest/main.js", {}, [], nodeArgs);
-      const exited = () => ingest.child.exitCode !== null || ingest.child.signalCode !== null;
-      const ours = async () => (await fetch(`${this.base}/v1/projects/${this.probeKey}/settings`)).status === 200;
-      const ready = await waitFor("ingest /readyz", async () => {
+      const base = `http://127.0.0.1:${port}`;
+      const service = this.spawn("ingest/main.js", { ...extra, INGEST_PORT: String(port) }, [], nodeArgs);
+      const exited = () => service.child.exitCode !== null || service.child.signalCode !== null;
+      const ours = async () => (await fetch(`${base}/v1/projects/${this.probeKey}/settings`)).status === 200;
+      const ready = await waitFor(`ingest /readyz on ${port}`, async () => {
         if (exited()) return "exited";
-        return (await ours()) && (await fetch(`${this.base}/readyz`)).status === 200 ? "ready" : undefined;
+        return (await ours()) && (await fetch(`${base}/readyz`)).status === 200 ? "ready" : undefined;
       });
-      if (ready === "ready") return ingest;
-      await ingest.exited;
-      if (!ingest.output().includes("EADDRINUSE") || attempt === 3)
-        throw new Error(`the ingest exited before it was ready:\n${ingest.output()}`);
+      if (ready === "ready") return { service, port };
+      await service.exited;
+      if (!service.output().includes("EADDRINUSE") || attempt === 3)
+        throw new Error(`the ingest exited before it was ready:\n${service.output()}`);
     }
   }
 

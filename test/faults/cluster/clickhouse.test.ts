@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, freePort, stopService, waitFor } from "../../support/harness";
+import { basic, stopService, waitFor } from "../../support/harness";
 import { sleep, verdict } from "../node/scenarios";
 import { Traffic } from "../node/traffic";
 import { CLUSTER_DIR, clusterSh, clusterStack } from "./cluster";
@@ -133,11 +133,9 @@ cluster("the sink SIGKILLed mid-insert while shard 2 is frozen, then restarted",
 
 cluster("the same messages sent to two ingest processes land once", async () => {
   const userId = "cl-two-ingests";
-  const port = await freePort();
-  const second = stack.spawn("ingest/main.js", { INGEST_PORT: String(port) });
+  const { service: second, port } = await stack.startIngest();
   try {
     const bases = [stack.base, `http://127.0.0.1:${port}`];
-    await waitFor("second ingest /readyz", async () => ((await fetch(`${bases[1]}/readyz`)).status === 200 ? true : undefined));
     const endBefore = (await stack.groupLag()).end;
     const ids = Array.from({ length: 2_000 }, (_, i) => `two-ingests-${stack.id}-${i}`);
     let acked = 0;
