@@ -49,9 +49,9 @@ function letter(messageId: string, partition: number, timestamp?: number) {
   return { key: messageId, value, partition, ...(timestamp === undefined ? {} : { timestamp: String(timestamp) }) };
 }
 
-/** Writes letters straight to a DLQ topic. */
+/** Writes letters straight to a DLQ topic, each once: idempotent, so a send retried after a slow answer is not written twice. */
 async function deadLetter(topic: string, letters: ReturnType<typeof letter>[]): Promise<void> {
-  const producer = stack.kafka.producer();
+  const producer = stack.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {
     await producer.send({ topic, acks: -1, messages: letters });
