@@ -3,7 +3,7 @@
  * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
  * unless the broker acknowledged every record of the request.
  */
-import { type WriteKeys, type AuthHeaders } from "./auth";
+import { namesNoKey, type WriteKeys, type AuthHeaders } from "./auth";
 import { type EventRecord } from "../schemas/envelope";
 import { type TokenBuckets } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
@@ -165,10 +165,7 @@ export function createApp(deps: AppDeps): Koa {
       // A body without a writeKey of its own leaves the header's lookup standing (one SHA-256 a
       // request); one with a writeKey is checked against the header's key and looked up.
       const bodyKey: unknown = body?.writeKey;
-      const auth =
-        headerAuth !== undefined && (bodyKey === undefined || bodyKey === null)
-          ? headerAuth
-          : deps.writeKeys.authenticate(headers, bodyKey);
+      const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
       assertAuthenticated(auth);
       lease.markKeyed();
       const sorted = route.sort(body);

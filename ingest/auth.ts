@@ -99,9 +99,14 @@ export class WriteKeys {
   }
 }
 
+/** True when a body names no writeKey (absent or null: Segment's SDKs send it only in the body form). */
+export function namesNoKey(bodyWriteKey: unknown): boolean {
+  return bodyWriteKey === undefined || bodyWriteKey === null;
+}
+
 /** Combines the header's key with the body's: either alone, or both naming the same key. */
 export function withBodyKey(header: WriteKeyResult, bodyWriteKey: unknown): WriteKeyResult {
-  if (bodyWriteKey === undefined || bodyWriteKey === null) return header;
+  if (namesNoKey(bodyWriteKey)) return header;
   if (typeof bodyWriteKey !== "string" || bodyWriteKey === "") return { ok: false, reason: "malformed" };
   if (!header.ok) return header.reason === "missing" ? { ok: true, writeKey: bodyWriteKey } : header;
   return header.writeKey === bodyWriteKey ? header : { ok: false, reason: "conflict" };
