@@ -43,6 +43,14 @@ export async function runScript(
   return { code, out };
 }
 
+/** The JSON lines of a bench script's output (one object per line starting with `{`), parsed. */
+export function jsonLines(out: string): Record<string, number | string>[] {
+  return out
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, number | string>);
+}
+
 /** PIDs of the local stack's servers, when this checkout's scripts started them (STACK_DIR, else .stack). */
 export function stackPids(): { kafka?: number; clickhouse?: number } {
   const dir = process.env.STACK_DIR ?? join(__dirname, "..", "..", "..", ".stack");

@@ -6,15 +6,12 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { runScript } from "./child";
+import { jsonLines, runScript } from "./child";
 
 test("npm run bench:curves, 1 s points: every point reported, nothing refused or missing", async () => {
   const { code, out } = await runScript("curves.js", { CURVE_SECONDS: "1" });
   assert.is(code, 0, out);
-  const points = out
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, number | string>);
+  const points = jsonLines(out);
   assert.equal(
     points.map((p) => `${p.curve}:${p.batch}:${p.messageBytes ?? "-"}:${p.keys}`),
     ["batch:1:-:1", "batch:10:-:1", "batch:100:-:1", "batch:500:-:1"]

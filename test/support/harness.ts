@@ -106,19 +106,27 @@ export class LiveStack {
   async startIngest(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<{ service: Service; port: number }> {
     for (let attempt = 1; ; attempt += 1) {
       const port = await this.pickPort();
-      const base = `http://127.0.0.1:${port}`;
       const service = this.spawn("ingest/main.js", { ...extra, INGEST_PORT: String(port) }, [], nodeArgs);
-      const exited = () => service.child.exitCode !== null || service.child.signalCode !== null;
-      const ours = async () => (await fetch(`${base}/v1/projects/${this.probeKey}/settings`)).status === 200;
-      const ready = await waitFor(`ingest /readyz on ${port}`, async () => {
-        if (exited()) return "exited";
-        return (await ours()) && (await fetch(`${base}/readyz`)).status === 200 ? "ready" : undefined;
-      });
-      if (ready === "ready") return { service, port };
+      if ((await this.ingestReady(service, port)) === "ready") return { service, port };
       await service.exited;
       if (!service.output().includes("EADDRINUSE") || attempt === 3)
         throw new Error(`the ingest exited before it was ready:\n${service.output()}`);
     }
+  }
+
+  /**
+   * Waits until the ingest `service` answers ready on `port`: /readyz 200 and the settings of
+   * this stack's probe key (another process on the port cannot answer both), or until it exits.
+   * Throws when neither happens within waitFor's timeout.
+   */
+  async ingestReady(service: Service, port: number | string): Promise<"ready" | "exited"> {
+    const base = `http://127.0.0.1:${port}`;
+    const exited = () => service.child.exitCode !== null || service.child.signalCode !== null;
+    const ours = async () => (await fetch(`${base}/v1/projects/${this.probeKey}/settings`)).status === 200;
+    return waitFor(`ingest /readyz on ${port}`, async () => {
+      if (exited()) return "exited";
+      return (await ours()) && (await fetch(`${base}/readyz`)).status === 200 ? "ready" : undefined;
+    });
   }
 
   /** Stops the services and drops this stack's topics and database. */

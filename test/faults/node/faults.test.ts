@@ -232,7 +232,8 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   const port = new URL(stack.base).port;
   await stopService(stack.ingest!);
   stack.ingest = stack.spawn("ingest/main.js", { INGEST_DRAIN_DELAY_MS: "2000" });
-  await waitFor("ingest ready", async () => ((await fetch(`${stack.base}/readyz`)).status === 200 ? true : undefined));
+  // The port is reused (the traffic's clients keep their address): ready means this stack's ingest answers there.
+  assert.is(await stack.ingestReady(stack.ingest, port), "ready", `the restarted ingest holds port ${port}:\n${stack.ingest.output()}`);
   const t = traffic("sc-sigterm");
   t.start();
   await sleep(3_000);
@@ -249,9 +250,7 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   const ingestExit = await stack.ingest.exited;
   assert.is(ingestExit.code, 0, "ingest stopped cleanly");
   stack.ingest = stack.spawn("ingest/main.js", { INGEST_PORT: port });
-  await waitFor("new ingest ready", async () =>
-    (await fetch(`${stack.base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined,
-  );
+  assert.is(await stack.ingestReady(stack.ingest, port), "ready", `the new ingest holds port ${port}:\n${stack.ingest.output()}`);
 
   await sleep(2_000);
   stack.sink!.child.kill("SIGTERM");
