@@ -247,25 +247,34 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   assert.ok(readiness);
   await sleep(1_000);
   assert.ok(t.ackTimes.length > acksBefore, "requests still served during the drain delay");
-  const ingestExit = await stack.ingest.exited;
+  // Each wait below is timed into the verdict: now and then this scenario runs minutes longer.
+  const waits: string[] = [];
+  const timed = async <T>(what: string, wait: Promise<T>): Promise<T> => {
+    const started = Date.now();
+    const value = await wait;
+    waits.push(`${what} ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return value;
+  };
+  const ingestExit = await timed("ingest exit", stack.ingest.exited);
   assert.is(ingestExit.code, 0, "ingest stopped cleanly");
   stack.ingest = stack.spawn("ingest/main.js", { INGEST_PORT: port });
-  assert.is(await stack.ingestReady(stack.ingest, port), "ready", `the new ingest holds port ${port}:\n${stack.ingest.output()}`);
+  const ready = await timed("new ingest ready", stack.ingestReady(stack.ingest, port));
+  assert.is(ready, "ready", `the new ingest holds port ${port}:\n${stack.ingest.output()}`);
 
   await sleep(2_000);
   stack.sink!.child.kill("SIGTERM");
-  const sinkExit = await stack.sink!.exited;
+  const sinkExit = await timed("sink exit", stack.sink!.exited);
   assert.is(sinkExit.code, 0, "sink stopped cleanly: batch finished and committed");
   stack.sink = stack.spawn("sink/main.js");
   await sleep(3_000);
-  await t.stop();
-  await t.drain(30_000);
+  await timed("traffic stop", t.stop());
+  await timed("traffic drain", t.drain(30_000));
   await verdict(
     stack,
     "SIGTERM to ingest, then to the sink",
     "sc-sigterm",
     t,
-    "readiness 503 first, in-flight finished, producer flushed; sink committed its batch",
+    `readiness 503 first, in-flight finished, producer flushed; sink committed its batch (${waits.join(", ")})`,
   );
 });
 
