@@ -40,6 +40,13 @@ export interface AppDeps {
   produce: (records: EventRecord[]) => Promise<void>;
   /** Whether the producer is connected and the service is not shutting down. */
   isReady: () => boolean;
+  /**
+   * Whether the service is stopping (SIGTERM). Every answer then carries `Connection: close`: a
+   * keep-alive client opens its next connection elsewhere (behind kube-proxy, to a pod still
+   * ready), and the server's close, which ends only idle connections, is not held open by a
+   * client that keeps sending on a busy one.
+   */
+  isDraining: () => boolean;
   limits: Limits;
   /**
    * Proxies in front of the ingest that append to X-Forwarded-For (0: ignore the header). The
@@ -206,6 +213,7 @@ export function createApp(deps: AppDeps): Koa {
     } catch (error) {
       answerError(ctx, error, deps.retryAfterSeconds, deps.limits, log);
     }
+    if (deps.isDraining()) ctx.set("Connection", "close");
     const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched";
     const seconds = (performance.now() - started) / 1000;
     deps.metrics.requests.inc({ route, status: String(ctx.status) });

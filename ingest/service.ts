@@ -46,8 +46,10 @@ export interface RunningIngest {
   address: AddressInfo;
   /**
    * Stops in order: /readyz turns 503 while requests are still served for `drainDelayMs` (load
-   * balancers stop sending), the server stops accepting and waits for in-flight requests,
-   * pending records are sent and acknowledged, the producer disconnects.
+   * balancers stop sending) and every answer carries `Connection: close`, the server stops
+   * accepting and waits for in-flight requests (at most `requestTimeoutMs + produceTimeoutMs`,
+   * then the connections left are cut), pending records are sent and acknowledged, the producer
+   * disconnects.
    */
   stop: () => Promise<void>;
 }
@@ -98,6 +100,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     privacy,
     produce: (records) => accumulator.produce(records),
     isReady: () => accepting && kafkaAnswers,
+    isDraining: () => !accepting,
     limits: {
       maxRequestBytes: config.maxRequestBytes,
       maxMessageBytes: config.maxMessageBytes,
@@ -160,7 +163,15 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     await sleep(config.drainDelayMs);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    // Each busy connection ends after its answer (Connection: close, set while draining). One
+    // still open past the longest a request may take (to arrive, then Kafka's ack) is cut: its
+    // request was never acknowledged, so its client sends it again.
+    const cut = setTimeout(() => {
+      server.getConnections((_, count) => log.warn({ connections: count }, "connections still open at stop: closed"));
+      server.closeAllConnections();
+    }, config.requestTimeoutMs + config.produceTimeoutMs);
     await closed;
+    clearTimeout(cut);
     clearInterval(probe);
     unwatchKeys();
     await accumulator.drain();

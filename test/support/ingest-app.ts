@@ -34,6 +34,7 @@ export async function inProcessIngest(overrides: Partial<AppDeps> = {}): Promise
       state.produced.push(...records);
     },
     isReady: () => true,
+    isDraining: () => false,
     limits: { maxRequestBytes: 512_000, maxMessageBytes: 32_768, maxBatchMessages: 2_500, maxJsonDepth: 64 },
     trustedProxies: 0,
     maxInflightBytes: 32 * 1024 * 1024,

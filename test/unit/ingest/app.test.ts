@@ -11,6 +11,8 @@ import { SentShapes } from "../../../ingest/catalog";
 import { WriteKeys } from "../../../ingest/auth";
 import { parseWriteKeys } from "../../../ingest/keys";
 import type { EventRow } from "../../../schemas/row";
+import { Agent } from "node:http";
+import { postKeepAlive } from "../../support/keep-alive";
 
 const app = suite("ingest app, in process");
 let ingest: InProcessIngest;
@@ -170,6 +172,35 @@ app("a shape's key list goes out until a request listing it is acknowledged, the
   assert.equal(second.lists, ["", ""], "acknowledged: only the hash");
   assert.equal(second.shapes, first.shapes);
   assert.equal((await send("Viewed", 2)).lists, ["psplan,csip", ""], "another event is another shape");
+});
+
+app("while draining every answer (200, 400, 404) says Connection: close and the server ends the keep-alive connection", async () => {
+  await ingest.close();
+  let draining = false;
+  ingest = await inProcessIngest({ isDraining: () => draining });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (path: string, body: string) => postKeepAlive(agent, `${ingest.base}${path}`, body, { authorization: basicAuth() });
+  try {
+    const before = await send("/v1/track", JSON.stringify({ messageId: "d-0", userId: "u1", event: "A" }));
+    assert.equal([before.status, before.connection], [200, "keep-alive"], "kept alive before the stop");
+    draining = true;
+    const answers = [
+      await send("/v1/track", JSON.stringify({ messageId: "d-1", userId: "u1", event: "A" })),
+      await send("/v1/track", JSON.stringify({ messageId: "d-2", userId: "u1", event: 42 })),
+      await send("/v1/nowhere", "{}"),
+    ];
+    assert.equal(
+      answers.map((a) => [a.status, a.connection]),
+      [
+        [200, "close"],
+        [400, "close"],
+        [404, "close"],
+      ],
+    );
+    await Promise.all(answers.map((a) => a.socketClosed()));
+  } finally {
+    agent.destroy();
+  }
 });
 
 app.run();
