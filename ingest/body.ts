@@ -1,12 +1,13 @@
 /**
  * The JSON body of a request (readJson): the content types and encodings accepted, the nesting
- * limit, the parsed size charged before parsing, the parse. Underneath, it reads the body as text: decompressed by node:zlib when it is gzip or deflate (createUnzip
- * tells them apart by their header, as co-body's `inflation` does), each decoded chunk charged
- * before it is kept (so what a request holds follows the bytes that arrived, whatever
- * Content-Length announced), collected, limited and decoded as UTF-8 by raw-body (invalid bytes
- * become U+FFFD), and cut off when the whole body has not arrived by a deadline. Every failure is a
- * named HttpError of errors.ts; the request stream itself is never destroyed, so each refusal can
- * still be answered.
+ * limit, the parsed size charged before parsing, the parse. Underneath, it reads the body as
+ * text: a gzip or deflate body is kept compressed until all of it has arrived (each chunk charged
+ * as it comes), then decompressed by node:zlib (createUnzip tells them apart by their header, as
+ * co-body's `inflation` does); each decoded chunk is charged before it is kept (so what a request
+ * holds follows the bytes that arrived, whatever Content-Length announced), collected, limited and
+ * decoded as UTF-8 by raw-body (invalid bytes become U+FFFD), and cut off when the whole body has
+ * not arrived by a deadline. Every failure is a named HttpError of errors.ts; the request stream
+ * itself is never destroyed, so each refusal can still be answered.
  */
 import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
@@ -57,6 +58,8 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   // request) makes raw-body reject and lets the refusal be answered.
   const fail = (error: HttpError) => meter.destroy(error);
   const unzip = encoding === "identity" ? undefined : createUnzip();
+  const hold = unzip === undefined ? undefined : holdUntilEnd(compressedLimit(maxBytes), charge, maxBytes);
+  const onHoldError = (error: Error) => fail(error instanceof HttpError ? error : invalidEncoding(encoding, error.message));
   const onUnzipError = (error: Error) => fail(invalidEncoding(encoding, error.message));
   const onClose = () => {
     if (!req.complete) fail(bodyAborted());
@@ -64,9 +67,10 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   const deadline = Date.now() + timeoutMs;
   const timer = setTimeout(() => fail(bodyTimeout(timeoutMs)), timeoutMs);
   req.on("close", onClose);
-  if (unzip) {
+  if (unzip && hold) {
+    hold.on("error", onHoldError);
     unzip.on("error", onUnzipError);
-    req.pipe(unzip).pipe(meter);
+    req.pipe(hold).pipe(unzip).pipe(meter);
   } else {
     req.pipe(meter);
   }
@@ -82,6 +86,11 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
     clearTimeout(timer);
     req.off("close", onClose);
     req.unpipe();
+    if (hold) {
+      hold.off("error", onHoldError);
+      hold.on("error", () => {});
+      hold.destroy();
+    }
     if (unzip) {
       unzip.off("error", onUnzipError);
       unzip.on("error", () => {}); // a late zlib error after the answer is of no interest
@@ -89,6 +98,39 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
     }
     if (!req.complete) discardRest(req, deadline);
   }
+}
+
+/**
+ * Most compressed bytes a body of at most `maxBytes` decoded bytes may take: deflate's stored
+ * blocks (incompressible data) add 5 bytes per 65,535, gzip 18 in all; 1% and 1 KB leave room.
+ */
+function compressedLimit(maxBytes: number): number {
+  return Math.ceil(maxBytes * 1.01) + 1_024;
+}
+
+/**
+ * A stage that keeps a compressed body's chunks, each charged as it arrives, and passes them on
+ * only once the whole body is here: a client that stalls holds what it sent, not what it would
+ * inflate to (a few hundred bytes of gzip inflate to the 500 KB limit). Past `limit` compressed
+ * bytes it fails with 413 `payload_too_large` (of `maxBytes` decoded).
+ */
+function holdUntilEnd(limit: number, charge: BodyOptions["charge"], maxBytes: number): Transform {
+  const chunks: Buffer[] = [];
+  let held = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      held += chunk.length;
+      if (held > limit) return done(payloadTooLarge(maxBytes));
+      const refused = charge(chunk.length);
+      if (refused) return done(refused);
+      chunks.push(chunk);
+      done();
+    },
+    flush(done) {
+      for (const chunk of chunks.splice(0)) this.push(chunk);
+      done();
+    },
+  });
 }
 
 /** Least time a refused body's rest may take to be discarded, ms, even when its deadline has passed. */

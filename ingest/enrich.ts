@@ -14,6 +14,7 @@ import { LRUCache } from "lru-cache";
 import { Reader, type Response } from "mmdb-lib";
 import { UAParser } from "ua-parser-js";
 import { NO_ENRICHMENT, type Enrichment, type DeviceType } from "../schemas/enrichment";
+import { cutText } from "../schemas/wellformed";
 
 export { NO_ENRICHMENT };
 
@@ -70,7 +71,7 @@ export class Enricher {
     return {
       browser: facts.browser,
       browser_version: facts.browser_version,
-      os: facts.os === "" ? os.slice(0, 100) : facts.os,
+      os: facts.os === "" ? cutText(os, 100) : facts.os,
       device_type: appDevice,
       is_bot: facts.is_bot,
       country,
@@ -80,7 +81,7 @@ export class Enricher {
   /** What a user agent says (cached; the items of one batch mostly share theirs, so the last one is kept apart). */
   agent(userAgent: string): AgentFacts {
     if (userAgent === this.lastAgent?.[0]) return this.lastAgent[1];
-    const text = userAgent.length > MAX_USER_AGENT_CHARS ? userAgent.slice(0, MAX_USER_AGENT_CHARS) : userAgent;
+    const text = cutText(userAgent, MAX_USER_AGENT_CHARS);
     let facts = this.agents.get(text);
     if (facts === undefined) {
       facts = parseAgent(text);
@@ -130,9 +131,9 @@ function parseAgent(userAgent: string): AgentFacts {
   else if (/^(android|ios)$/i.test(osName)) deviceType = "mobile";
   else deviceType = "other";
   return {
-    browser: (browser.name ?? "").slice(0, 100),
-    browser_version: (browser.version ?? "").slice(0, 100),
-    os: osName.slice(0, 100),
+    browser: cutText(browser.name ?? "", 100),
+    browser_version: cutText(browser.version ?? "", 100),
+    os: cutText(osName, 100),
     device_type: deviceType,
     is_bot: bot ? 1 : 0,
   };

@@ -21,6 +21,7 @@ import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../
 import { anonymizeIp, type Enricher } from "./enrich";
 import { SentShapes } from "./catalog";
 import { catalogShape } from "../schemas/catalog-keys";
+import { cutText } from "../schemas/wellformed";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -124,11 +125,11 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
     const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
     const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
     let raw = whole;
-    const why = reasons.slice(0, MAX_REASONS).map((r) => r.slice(0, MAX_REASON_CHARS));
+    const why = reasons.slice(0, MAX_REASONS).map((r) => cutText(r, MAX_REASON_CHARS));
     if (reasons.length > MAX_REASONS) why.push(`and ${reasons.length - MAX_REASONS} more reason(s)`);
     const fullBytes = Buffer.byteLength(raw, "utf8");
     // The envelope escapes raw again (quotes, control characters): cut until the escaped form fits.
-    while (Buffer.byteLength(JSON.stringify(raw), "utf8") > maxRawBytes) raw = raw.slice(0, Math.floor(raw.length * 0.8));
+    while (Buffer.byteLength(JSON.stringify(raw), "utf8") > maxRawBytes) raw = cutText(raw, Math.floor(raw.length * 0.8));
     if (Buffer.byteLength(raw, "utf8") < fullBytes) why.push(`raw: cut to ${Buffer.byteLength(raw, "utf8")} bytes of ${fullBytes}`);
     const messageId = typeof fields?.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
     const envelope: RejectedEnvelope = {
@@ -137,7 +138,7 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
       // The whole item, not the kept text: two items that differ only past the cut stay two rows.
       rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${whole}`).digest("hex"),
       messageId,
-      type: typeof fields?.type === "string" ? fields.type.slice(0, 100) : "",
+      type: typeof fields?.type === "string" ? cutText(fields.type, 100) : "",
       reasons: why,
       raw,
     };

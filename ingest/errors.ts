@@ -154,6 +154,18 @@ export function tooManyMessages(count: number, limit: number): HttpError {
   return new HttpError(400, { error: "too_many_messages", message: `the batch has ${count} messages; the limit is ${limit} per request` });
 }
 
+/**
+ * 413: a batch whose shared fields (its `context` and other top-level fields, merged into each
+ * item) would add more than MAX_REQUEST_BYTES once copied into every accepted item: a few KB of
+ * gzip must not make tens of MB of records. Our rule; Segment names none.
+ */
+export function sharedFieldsTooLarge(sharedBytes: number, items: number, limit: number): HttpError {
+  return new HttpError(413, {
+    error: "batch_shared_too_large",
+    message: `the batch's shared fields (context and other top-level fields) are ${sharedBytes} bytes; copied into each of its ${items} items they would add ${sharedBytes * items} bytes; the limit is ${limit} bytes (MAX_REQUEST_BYTES): send them in the items or in smaller batches`,
+  });
+}
+
 /** 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message). */
 export function messageTooLarge(index: number, bytes: number, limit: number): HttpError {
   return new HttpError(413, {

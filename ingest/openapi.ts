@@ -46,7 +46,7 @@ function withIdentityRule(schemas: Record<string, object>): Record<string, objec
 export function openapiDocument(version: string): object {
   const paths: Record<string, object> = {};
   // The limit does not shape the document; only the paths and kinds are read.
-  for (const { path, kind, successBody } of routeTable({ maxBatchMessages: 1 })) {
+  for (const { path, kind, successBody } of routeTable({ maxBatchMessages: 1, maxRequestBytes: 1 })) {
     const schema = { $ref: `#/components/schemas/${BODY_SCHEMAS[kind]}` };
     const name = path.split("/").pop()!;
     paths[path] = {

@@ -1,11 +1,11 @@
 /**
  * The route table of the ingest: the paths (the spec's and Segment's) and, for each, how a parsed
  * body becomes the messages to accept and the items to reject. Pure; a whole-request refusal
- * (too many messages) throws its named HttpError from errors.ts.
+ * (too many messages, shared fields too large) throws its named HttpError from errors.ts.
  */
 import type { Message, MessageType } from "../schemas/messages";
 import type { BatchDefaults } from "./envelope";
-import { tooManyMessages } from "./errors";
+import { sharedFieldsTooLarge, tooManyMessages } from "./errors";
 import { sortBatch, validateSingle, type RejectedItem, type Validation } from "./validate";
 
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
@@ -54,8 +54,8 @@ export interface Route {
 }
 
 /** Every POST route: both prefixes' named routes, and the aliases under `/v1`. */
-export function routeTable(limits: { maxBatchMessages: number }): Route[] {
-  const batch = batchSorter(limits.maxBatchMessages);
+export function routeTable(limits: { maxBatchMessages: number; maxRequestBytes: number }): Route[] {
+  const batch = batchSorter(limits);
   const sorters = Object.fromEntries(SINGLE_TYPES.map((type) => [type, singleSorter(type)])) as Record<MessageType, Route["sort"]>;
   const route = (path: string, kind: MessageType | "batch"): Route => ({
     path,
@@ -69,8 +69,12 @@ export function routeTable(limits: { maxBatchMessages: number }): Route[] {
   ];
 }
 
-/** A batch body: items checked one by one (Segment: 2,500 messages per batch at most). */
-function batchSorter(maxBatchMessages: number): Route["sort"] {
+/**
+ * A batch body: items checked one by one (Segment: 2,500 messages per batch at most). The batch's
+ * shared fields are copied into each accepted item: past MAX_REQUEST_BYTES of copies the whole
+ * batch is refused (sharedFieldsTooLarge) before any record is built.
+ */
+function batchSorter({ maxBatchMessages, maxRequestBytes }: { maxBatchMessages: number; maxRequestBytes: number }): Route["sort"] {
   return (body) => {
     const items = (body as { batch?: unknown } | undefined)?.batch;
     if (Array.isArray(items) && items.length > maxBatchMessages) throw tooManyMessages(items.length, maxBatchMessages);
@@ -78,6 +82,8 @@ function batchSorter(maxBatchMessages: number): Route["sort"] {
     if (!result.ok) return result;
     const { frame, accepted, rejected } = result.value;
     const fields = batchFields(frame);
+    const shared = sharedBytes(frame.context, fields);
+    if (shared * accepted.length > maxRequestBytes) throw sharedFieldsTooLarge(shared, accepted.length, maxRequestBytes);
     const defaults: BatchDefaults = { context: frame.context, sentAt: frame.sentAt, ...(fields === undefined ? {} : { fields }) };
     return { ok: true, value: { messages: accepted, rejected, defaults } };
   };
@@ -94,6 +100,12 @@ function batchFields(frame: object): Record<string, unknown> | undefined {
     (fields ??= Object.create(null) as Record<string, unknown>)[key] = value; // no prototype: "__proto__" stays data
   }
   return fields;
+}
+
+/** UTF-8 bytes of the fields a batch shares with its items, as JSON (0 without any). */
+function sharedBytes(context: unknown, fields: Record<string, unknown> | undefined): number {
+  const contextBytes = context == null ? 0 : Buffer.byteLength(JSON.stringify(context), "utf8");
+  return contextBytes + (fields === undefined ? 0 : Buffer.byteLength(JSON.stringify(fields), "utf8"));
 }
 
 /** A single-message body of `type`: accepted, or one rejected item (a non-object is malformed). */

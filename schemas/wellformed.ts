@@ -49,3 +49,14 @@ function fix(value: unknown): unknown {
   // Object.fromEntries defines own properties, so a "__proto__" key stays data.
   return changed ? Object.fromEntries(entries) : value;
 }
+
+/**
+ * `text` cut to at most `maxChars` UTF-16 code units without splitting a surrogate pair (the
+ * pair's first half is dropped with its second): a plain slice of "…🐎" can end in a lone
+ * surrogate, which the ingest's rows carry to ClickHouse unparsed and ClickHouse refuses.
+ */
+export function cutText(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const last = text.charCodeAt(maxChars - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars);
+}

@@ -185,7 +185,11 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
       await Promise.all([dlqProducer.disconnect(), admin.disconnect(), suppressions.stop()]);
       await client.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Only health and metrics are served here: a scrape cut at the stop costs nothing, and a
+      // client polling on a connection busy at the close would otherwise hold the exit.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
       log.info("sink stopped");
     },
   };

@@ -115,6 +115,16 @@ hostile("invalid UTF-8 is read as U+FFFD (WHATWG decoding) and stored, never cra
   assert.ok(row!.event.startsWith("Bad \uFFFD"), row!.event);
 });
 
+hostile("an OS name cut at 100 characters through an emoji lands as a row, not as a lone surrogate ClickHouse refuses", async () => {
+  const messageId = randomUUID();
+  // No userAgent: the stored os column is context.os.name, cut at 100 characters (the pair sits on 100 and 101).
+  const name = "a".repeat(99) + "\u{1F40E}";
+  const answer = await stack.post("/v1/track", { event: "Cut", userId: "u", messageId, context: { os: { name } } });
+  assert.is(answer.status, 200, answer.text);
+  const [row] = await stack.rowsLanded<{ os: string }>([messageId]);
+  assert.is(row!.os, "a".repeat(99));
+});
+
 hostile("a gzip bomb (a few hundred KB expanding to 200 MB) -> 413, memory growth under 50 MB", async () => {
   const pid = stack.ingest!.child.pid!;
   const padding = Buffer.alloc(200 * 1024 * 1024, 0x20); // spaces are valid JSON whitespace

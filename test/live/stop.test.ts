@@ -1,17 +1,18 @@
 /**
- * The ingest's stop under traffic (live, real Kafka and ClickHouse): clients that keep sending on
+ * Stops under traffic (live, real Kafka and ClickHouse). The ingest's clients that keep sending on
  * keep-alive connections are told `Connection: close` once SIGTERM arrives, so the server's close
  * ends and the process exits within its drain delay, and every acknowledged message lands once.
  * Before answers said so, a connection busy at the close was served for as long as its client
- * kept sending (fault scenario 7 once waited 339 s for the exit).
+ * kept sending (fault scenario 7 once waited 339 s for the exit). The sink's health port, polled
+ * without pause on one connection, does not hold the sink's exit either.
  */
 import { randomUUID } from "node:crypto";
 import { Agent } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, LiveStack, waitFor } from "../support/harness";
-import { postKeepAlive } from "../support/keep-alive";
+import { basic, LiveStack, sinkPort, waitFor } from "../support/harness";
+import { getKeepAlive, postKeepAlive } from "../support/keep-alive";
 
 const DRAIN_DELAY_MS = 1_000;
 /** Far below the connections' backstop cut (INGEST_REQUEST_TIMEOUT_MS + PRODUCE_TIMEOUT_MS, 35 s here). */
@@ -80,6 +81,31 @@ test("SIGTERM while 4 keep-alive clients keep sending: answers say Connection: c
     [],
     "no message twice under FINAL",
   );
+});
+
+test("SIGTERM to the sink while a client polls its /readyz without pause on one keep-alive connection: the sink exits", async () => {
+  const port = await sinkPort(stack.sink!);
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  let answers = 0;
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      try {
+        await getKeepAlive(agent, `http://127.0.0.1:${port}/readyz`);
+        answers += 1;
+      } catch {
+        await sleep(20); // the sink closed the port
+      }
+    }
+  })();
+  await waitFor("the poller answered", async () => (answers > 10 ? true : undefined), 5_000);
+  stack.sink!.child.kill("SIGTERM");
+  const exit = await Promise.race([stack.sink!.exited, sleep(EXIT_BOUND_MS).then(() => undefined)]);
+  polling = false;
+  await poll;
+  agent.destroy();
+  assert.ok(exit, `the sink still ran ${EXIT_BOUND_MS} ms after SIGTERM (${answers} answers to the poller):\n${stack.sink!.output()}`);
+  assert.equal(exit, { code: 0, signal: null }, stack.sink!.output());
 });
 
 test.run();

@@ -1,7 +1,7 @@
 /**
- * A POST over node:http on a caller's keep-alive Agent, for tests of how the ingest ends its
- * connections: fetch hides the socket, and these tests assert the `Connection` header and the
- * socket's close.
+ * A request over node:http on a caller's keep-alive Agent, for tests of how the ingest and the
+ * sink end their connections: fetch hides the socket, and these tests assert the `Connection`
+ * header and the socket's close.
  */
 import { type Agent, request } from "node:http";
 
@@ -14,10 +14,25 @@ export interface KeepAliveAnswer {
   socketClosed: () => Promise<void>;
 }
 
-/** POSTs `body` to `url` on `agent`; rejects on a connection error (refused, reset). */
+/** POSTs `body` (JSON) to `url` on `agent`; rejects on a connection error (refused, reset). */
 export function postKeepAlive(agent: Agent, url: string, body: string, headers: Record<string, string>): Promise<KeepAliveAnswer> {
+  return keepAliveRequest(agent, url, "POST", { "content-type": "application/json", ...headers }, body);
+}
+
+/** GETs `url` on `agent`; rejects on a connection error (refused, reset). */
+export function getKeepAlive(agent: Agent, url: string): Promise<KeepAliveAnswer> {
+  return keepAliveRequest(agent, url, "GET", {});
+}
+
+function keepAliveRequest(
+  agent: Agent,
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<KeepAliveAnswer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } });
+    const req = request(url, { method, agent, headers });
     req.on("error", reject);
     req.on("response", (res) => {
       const { socket } = res;

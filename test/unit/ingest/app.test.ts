@@ -12,6 +12,9 @@ import { WriteKeys } from "../../../ingest/auth";
 import { parseWriteKeys } from "../../../ingest/keys";
 import type { EventRow } from "../../../schemas/row";
 import { Agent } from "node:http";
+import { gzipSync } from "node:zlib";
+import { connect } from "node:net";
+import { once } from "node:events";
 import { postKeepAlive } from "../../support/keep-alive";
 
 const app = suite("ingest app, in process");
@@ -25,7 +28,7 @@ const post = (path: string, body: unknown, headers: Record<string, string> = {})
   fetch(`${ingest.base}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: basicAuth(), ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
+    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
 
 app("a valid track is produced once, keyed by its messageId, stamped with the workspace; the answer is Segment's", async () => {
@@ -172,6 +175,80 @@ app("a shape's key list goes out until a request listing it is acknowledged, the
   assert.equal(second.lists, ["", ""], "acknowledged: only the hash");
   assert.equal(second.shapes, first.shapes);
   assert.equal((await send("Viewed", 2)).lists, ["psplan,csip", ""], "another event is another shape");
+});
+
+app(
+  "a batch's shared context copied into 2,500 items past MAX_REQUEST_BYTES: 413 naming it, nothing built; a library context passes",
+  async () => {
+    const items = (tag: string) =>
+      Array.from({ length: 2_500 }, (_, i) => ({ type: "track", messageId: `${tag}-${i}`, userId: "u", event: "E" }));
+    // 15 KB of gzip that would otherwise make about 80 MB of records (3,000 keys in every item's context).
+    const context = Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`k${i}`, 1]));
+    const bomb = gzipSync(JSON.stringify({ batch: items("x"), context }));
+    const refused = await post("/v1/batch", bomb, { "content-encoding": "gzip" });
+    assert.is(refused.status, 413);
+    const body = (await refused.json()) as { error: string; message: string };
+    assert.is(body.error, "batch_shared_too_large");
+    assert.match(body.message, "context");
+    assert.match(body.message, "2500 items");
+    assert.is(ingest.produced.length, 0, "no record built or produced");
+
+    // What server SDKs send at batch level (analytics-go: the library) stays far below the bound.
+    const library = { library: { name: "analytics-go", version: "3.3.0" } };
+    const accepted = await post("/v1/batch", { batch: items("y"), context: library, integrations: { All: true } });
+    assert.is(accepted.status, 200, await accepted.text());
+    assert.is(ingest.produced.length, 2_500);
+    const row = JSON.parse(ingest.produced[2_499]!.value) as EventRow;
+    assert.equal((JSON.parse(row.context) as typeof library).library, library.library);
+  },
+);
+
+app("a stalled gzip body holds the bytes that arrived, not what they inflate to: other clients keep the budget", async () => {
+  await ingest.close();
+  ingest = await inProcessIngest({ maxInflightBytes: 1_000_000, bodyTimeoutMs: 1_500 });
+  // About 500 bytes of gzip inflating to 480 KB, sent without its 8-byte trailer, then nothing.
+  const bomb = gzipSync(`{"batch":[${" ".repeat(480_000)}`);
+  const { port } = new URL(ingest.base);
+  const stalled = await Promise.all(
+    [1, 2].map(async () => {
+      const socket = connect(Number(port), "127.0.0.1");
+      await once(socket, "connect");
+      const head = [
+        "POST /v1/batch HTTP/1.1",
+        "Host: 127.0.0.1",
+        `Authorization: ${basicAuth()}`,
+        "Content-Type: application/json",
+        "Content-Encoding: gzip",
+        `Content-Length: ${bomb.length}`,
+        "",
+        "",
+      ].join("\r\n");
+      socket.write(Buffer.concat([Buffer.from(head), bomb.subarray(0, bomb.length - 8)]));
+      let answer = "";
+      socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")));
+      const closed = once(socket, "close").then(() => answer);
+      return { socket, closed };
+    }),
+  );
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 300)); // both bodies read as far as they go
+    // A batch of about 20 KB charges its bytes and their parsed estimate: it fits beside two
+    // stalled bodies of 500 bytes, not beside two of 480 KB inflated.
+    const batch = Array.from({ length: 100 }, (_, i) => ({
+      type: "track",
+      messageId: `ok-${i}`,
+      userId: "u",
+      event: "E",
+      properties: { note: "x".repeat(120) },
+    }));
+    const answer = await post("/v1/batch", { batch });
+    assert.is(answer.status, 200, await answer.text());
+    assert.is(ingest.produced.length, 100);
+    // The stalled ones are cut off at their deadline (INGEST_BODY_TIMEOUT_MS).
+    for (const { closed } of stalled) assert.match(await closed, /^HTTP\/1\.1 408 /);
+  } finally {
+    for (const { socket } of stalled) socket.destroy();
+  }
 });
 
 app("while draining every answer (200, 400, 404) says Connection: close and the server ends the keep-alive connection", async () => {

@@ -120,6 +120,22 @@ test("buildRecords: enrichment columns from the stored context; IP_ANONYMIZE aft
   assert.ok(plain.ok && (JSON.parse(plain.records[0]!.value) as EventRow).device_type === "other");
 });
 
+test("names cut at 100 characters keep surrogate pairs whole: the row holds no lone surrogate, which ClickHouse refuses", () => {
+  const name = "a".repeat(99) + "\u{1F40E}"; // the pair sits on characters 100 and 101
+  assert.is(enricher.of({ os: { name } }).os, "a".repeat(99));
+  const built = buildRecords(
+    [{ type: "track", messageId: "s", userId: "u", event: "E", context: { os: { name } } }],
+    {},
+    receipt,
+    32 * 1024,
+    policy,
+  );
+  assert.ok(built.ok);
+  const value = built.records[0]!.value;
+  assert.not.ok(/\\ud[89a-f]/i.test(value), value.slice(0, 300));
+  assert.is((JSON.parse(value) as EventRow).os, "a".repeat(99));
+});
+
 test("buildRejected: with IP_ANONYMIZE the refused item's context.ip is anonymized in raw", () => {
   const item = { type: "track", messageId: "m", context: { ip: "198.51.100.77", locale: "fr" } };
   const [kept] = buildRejected([{ item, reasons: ["event: required"] }], receipt, 32 * 1024, true);

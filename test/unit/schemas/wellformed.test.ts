@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { mayHoldLoneSurrogate, wellFormed } from "../../../schemas/wellformed";
+import { cutText, mayHoldLoneSurrogate, wellFormed } from "../../../schemas/wellformed";
 
 const horse = "🐎";
 const lone = horse.slice(0, 1);
@@ -32,6 +32,18 @@ test("a __proto__ key beside a fixed one stays plain data", () => {
   assert.is(Object.getPrototypeOf(fixed), Object.prototype);
   assert.equal(Object.keys(fixed), ["__proto__", "x"]);
   assert.is(({} as Record<string, unknown>).polluted, undefined);
+});
+
+test("cutText never splits a surrogate pair: every cut of a text with pairs is a well-formed prefix", () => {
+  assert.is(cutText("ab\u{1F40E}", 3), "ab", "the pair's first half goes with its second");
+  assert.is(cutText("ab\u{1F40E}", 4), "ab\u{1F40E}");
+  assert.is(cutText("a\u{1F40E}b", 3), "a\u{1F40E}");
+  assert.is(cutText("short", 100), "short");
+  const text = `x${horse}${horse}y${horse}`;
+  for (let n = 0; n <= text.length; n++) {
+    const cut = cutText(text, n);
+    assert.ok(cut.isWellFormed() && text.startsWith(cut) && cut.length <= n && cut.length >= n - 1, `cut at ${n}: ${JSON.stringify(cut)}`);
+  }
 });
 
 test.run();
