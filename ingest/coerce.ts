@@ -9,7 +9,9 @@
  * - a userId or anonymousId that is "" or only spaces is absent: Segment refuses an event whose
  *   only id is "" (segmentio/analytics-ruby#243), analytics-java and -ruby treat it as blank,
  *   RudderStack's gateway as missing; the other id then decides.
- * Not coerced (the spec requires it): a missing messageId is refused, not generated.
+ * Not coerced (the spec requires it): a missing messageId is refused, not generated. Nor a
+ * number past 2^53 (Number.MAX_SAFE_INTEGER): parsed, it has already lost digits, so it is
+ * refused; such an id must be sent as a string.
  * Sources: https://github.com/segmentio/analytics-ruby/issues/48,
  * https://github.com/segmentio/analytics-ruby/issues/243,
  * https://github.com/segmentio/analytics-python/blob/master/segment/analytics/client.py (stringify_id)
@@ -29,7 +31,9 @@ export function coerceMessage(input: unknown): unknown {
   for (const field of ID_FIELDS) {
     if (!Object.hasOwn(message, field)) continue;
     const value = message[field];
-    if (typeof value === "number" && Number.isFinite(value)) {
+    // Past 2^53 JSON.parse has already rounded the number: two ids would become one (and two
+    // messages one row). Left a number, the guard refuses it naming the field.
+    if (typeof value === "number" && Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER) {
       (copy ??= { ...message })[field] = String(value);
     } else if (typeof value === "string" && OPTIONAL_IDS.has(field) && value.trim() === "") {
       delete (copy ??= { ...message })[field];

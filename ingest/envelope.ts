@@ -168,7 +168,8 @@ export function inClientTimeWindow(timeMs: number, receivedMs: number): boolean 
  * stored timestamp, and the context (batch context merged under its own; ip filled). A client
  * time outside CLIENT_TIME_WINDOW is not the original_timestamp (the row gets the day it
  * arrived); its text stays in `extra`, and the stored timestamp is its skew correction when that
- * lies in the window (a wrong clock that sent sentAt too), else receivedAt.
+ * lies in the window (a wrong clock that sent sentAt too), else receivedAt. A client time in the
+ * window whose correction is not (a wrong sentAt alone) is stored uncorrected.
  */
 export function stamp(
   message: Message,
@@ -192,7 +193,7 @@ export function stamp(
     const clientMs = Date.parse(clientTime);
     const correctedMs = sentAt === undefined ? clientMs : skewCorrectedMs(receivedMs, sentTimes.ms(sentAt), clientMs);
     const corrected = correctedMs === clientMs ? clientTime : new Date(correctedMs).toISOString();
-    if (inClientTimeWindow(clientMs, receivedMs)) timestamp = corrected;
+    if (inClientTimeWindow(clientMs, receivedMs)) timestamp = inClientTimeWindow(correctedMs, receivedMs) ? corrected : clientTime;
     else {
       originalTimestamp = undefined;
       clientTimeInExtra = true;
@@ -270,9 +271,7 @@ function skewCorrectedMs(receivedMs: number, sentMs: number, timestampMs: number
   return storable(corrected) ? corrected : timestampMs;
 }
 
-function storable(ms: number): boolean {
-  return ms >= 0 && ms < STORABLE_TIME_END_MS;
-}
+const storable = (ms: number): boolean => ms >= 0 && ms < STORABLE_TIME_END_MS;
 
 /** The epoch ms of the last time text asked for: one Date.parse per request for a time its items share. */
 class LastParsed {

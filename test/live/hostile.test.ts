@@ -125,6 +125,24 @@ hostile("an OS name cut at 100 characters through an emoji lands as a row, not a
   assert.is(row!.os, "a".repeat(99));
 });
 
+hostile("an identify with a wrong sentAt (1970) does not pin the user's traits: a later identify is the latest", async () => {
+  const userId = `pin-${randomUUID()}`;
+  const now = Date.now();
+  const first = { type: "identify", messageId: randomUUID(), userId, traits: { plan: "from-bad-clock" } };
+  const later = { type: "identify", messageId: randomUUID(), userId, traits: { plan: "latest" } };
+  const batch = [
+    { ...first, timestamp: new Date(now).toISOString(), sentAt: "1970-01-01T00:00:00.000Z" },
+    { ...later, timestamp: new Date(now + 1_000).toISOString() },
+  ];
+  assert.is((await stack.post("/v1/batch", { batch })).status, 200);
+  await stack.rowsLanded([first.messageId, later.messageId]);
+  const [user] = await stack.select<{ traits: string; last_seen: string }>(
+    `SELECT argMaxMerge(traits) AS traits, toString(maxMerge(last_seen)) AS last_seen FROM ${stack.database}.users WHERE workspace_id = 'ws-test' AND user_id = '${userId}'`,
+  );
+  assert.equal(JSON.parse(user!.traits), { plan: "latest" });
+  assert.ok(user!.last_seen.startsWith(new Date(now).toISOString().slice(0, 4)), `last_seen ${user!.last_seen}`);
+});
+
 hostile("a gzip bomb (a few hundred KB expanding to 200 MB) -> 413, memory growth under 50 MB", async () => {
   const pid = stack.ingest!.child.pid!;
   const padding = Buffer.alloc(200 * 1024 * 1024, 0x20); // spaces are valid JSON whitespace

@@ -27,6 +27,26 @@ test("not coerced: a missing or empty messageId (the spec's idempotency key), ob
   assert.is(coerceMessage("text"), "text");
 });
 
+test("a numeric id past 2^53 is refused naming its field, not rounded into another message's or user's id", () => {
+  // JSON.parse reads both as 12345678901234567000: coerced, the two messages would be one row.
+  const body = '{"type":"track","messageId":12345678901234567890,"userId":"u","event":"E"}';
+  const parsed = JSON.parse(body) as Record<string, unknown>;
+  assert.is(coerceMessage(parsed), parsed, "left a number");
+  const refused = validateSingle("track", parsed);
+  assert.not.ok(refused.ok);
+  if (!refused.ok)
+    assert.ok(
+      refused.issues.some((i) => i.path === "messageId"),
+      JSON.stringify(refused.issues),
+    );
+  const user = validateSingle("track", { messageId: "m", userId: 1e21, event: "E" });
+  assert.not.ok(user.ok, "1e21 is past 2^53 too");
+  assert.ok(
+    validateSingle("track", { messageId: Number.MAX_SAFE_INTEGER, userId: -Number.MAX_SAFE_INTEGER, event: "E" }).ok,
+    "2^53 - 1 is exact",
+  );
+});
+
 test("a batch keeps its good items and names each bad one; coercion applies per item", () => {
   const sorted = sortBatch({
     batch: [

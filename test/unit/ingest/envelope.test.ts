@@ -135,6 +135,17 @@ test("a client time outside the window does not place the event: the row gets th
   assert.is(edge!.extra, "{}");
 });
 
+test("a wrong sentAt alone does not carry a good client time out of the window: the client's time is stored", () => {
+  // timestamp + (receivedAt - sentAt) with sentAt 1970 would be 2083: the user's latest traits for ever.
+  const [pinned, fine] = build([
+    { type: "identify", messageId: "p", userId: "u", timestamp: "2026-11-22T10:00:00.000Z", sentAt: "1970-01-01T00:00:00.000Z" } as Message,
+    { type: "identify", messageId: "f", userId: "u", timestamp: "2026-11-22T10:00:00.000Z", sentAt: "2026-11-22T10:00:05.000Z" } as Message,
+  ]);
+  assert.is(pinned!.timestamp, "2026-11-22T10:00:00.000Z");
+  assert.is(pinned!.original_timestamp, "2026-11-22T10:00:00.000Z");
+  assert.is(fine!.timestamp, new Date(Date.parse(receipt.receivedAt) - 5_000).toISOString(), "a sane sentAt still corrects");
+});
+
 test("the window: 5 years back (historical imports), 1 day ahead", () => {
   const received = Date.parse(receipt.receivedAt);
   const day = 86_400_000;
