@@ -73,9 +73,10 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
 
   const flusher = new Flusher<Row>({
     topic,
-    insert: deps.insert,
+    // Past SINK_STOP_TIMEOUT_MS the stop's abort ends the insert under way, not only the retries.
+    insert: (rows) => deps.insert(rows, abort.signal),
     ...(deps.chunk ? { chunk: deps.chunk } : {}),
-    probe: deps.probe,
+    probe: () => deps.probe(abort.signal),
     sendDeadLetters: deps.sendDeadLetters,
     commit: (offsets: CommitOffset[]) => consumer.commitOffsets(offsets),
     retry: (what, fn) =>

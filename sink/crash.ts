@@ -11,9 +11,9 @@ export type CrashAt = "" | "before-insert" | "after-insert";
 /** `insert` itself when `crashAt` is "", else `insert` with the crash around it. */
 export function withCrashHook<Row>(insert: InsertRows<Row>, crashAt: CrashAt): InsertRows<Row> {
   if (crashAt === "") return insert;
-  return async (rows) => {
+  return async (rows, signal) => {
     if (crashAt === "before-insert") process.kill(process.pid, "SIGKILL");
-    await insert(rows);
+    await insert(rows, signal);
     if (crashAt === "after-insert") process.kill(process.pid, "SIGKILL");
   };
 }

@@ -13,16 +13,27 @@ import { columnsQuery } from "../schemas/clickhouse/sql";
 import type { EventRow } from "../schemas/row";
 import type { BatchItem, DeadLetter } from "./batch";
 
-/** Inserts rows in one INSERT; resolves when ClickHouse acknowledged it. */
-export type InsertRows<Row = EventRow> = (rows: Row[]) => Promise<void>;
+/**
+ * Inserts rows in one INSERT; resolves when ClickHouse acknowledged it. `signal` (the sink's stop
+ * giving up) ends an insert under way and refuses to start one: the error carries no ClickHouse
+ * code, so it is sorted as infrastructure (retried whole, never narrowed to dead letters).
+ */
+export type InsertRows<Row = EventRow> = (rows: Row[], signal?: AbortSignal) => Promise<void>;
 
-/** Resolves when ClickHouse accepts an insert into the table at all; throws otherwise. */
-export type ProbeInsert = () => Promise<void>;
+/** Resolves when ClickHouse accepts an insert into the table at all; throws otherwise (and once `signal` aborts). */
+export type ProbeInsert = (signal?: AbortSignal) => Promise<void>;
+
+/** Throws when `signal` has aborted: the client sends a request whose signal aborted before it began. */
+function notStopped(signal: AbortSignal | undefined): { abort_signal?: AbortSignal } {
+  if (signal?.aborted) throw new Error("not sent: the sink is stopping");
+  return signal === undefined ? {} : { abort_signal: signal };
+}
 
 /** An insert function bound to a client and table (JSONEachRow, ISO times parsed best-effort). */
 export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table: string): InsertRows<Row> {
-  return async (rows) => {
+  return async (rows, signal) => {
     await client.insert({
+      ...notStopped(signal),
       table,
       values: rows,
       format: "JSONEachRow",
@@ -40,8 +51,9 @@ export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table
  */
 export function clickhouseInsertLines(client: ClickHouseClient, table: string, columns: readonly string[]): InsertRows<Buffer> {
   const query = `INSERT INTO ${table} (${columns.join(", ")}) FORMAT JSONEachRow`;
-  return async (lines) => {
+  return async (lines, signal) => {
     const result = await client.exec({
+      ...notStopped(signal),
       query,
       values: Readable.from([joinLines(lines)]),
       clickhouse_settings: { date_time_input_format: "best_effort" },
@@ -98,8 +110,8 @@ export const PROBE_BODY = "\n";
  */
 export function clickhouseProbe(client: ClickHouseClient, table: string, columns?: readonly string[]): ProbeInsert {
   const query = probeQuery(table, columns);
-  return async () => {
-    const result = await client.exec({ query, values: Readable.from([Buffer.from(PROBE_BODY)]) });
+  return async (signal) => {
+    const result = await client.exec({ ...notStopped(signal), query, values: Readable.from([Buffer.from(PROBE_BODY)]) });
     result.stream.resume();
     await finished(result.stream);
   };

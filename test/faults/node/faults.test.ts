@@ -29,14 +29,22 @@ const stack = new LiveStack({
 const auth = basic("test-key");
 const faults = suite("fault scenarios");
 
-const traffic = (userId: string, workers = 4) =>
-  new Traffic(`${stack.base}/v1/batch`, auth, { userId, batchSize: 10, workers, pauseMs: 50, maxRequests: 20_000 });
+/** Every scenario's traffic: a scenario that fails before stopping its own would keep this process alive. */
+const started: Traffic[] = [];
+const traffic = (userId: string, workers = 4) => {
+  const t = new Traffic(`${stack.base}/v1/batch`, auth, { userId, batchSize: 10, workers, pauseMs: 50, maxRequests: 20_000 });
+  started.push(t);
+  return t;
+};
 
 const alive = (s: { child: { exitCode: number | null; signalCode: string | null } }) =>
   s.child.exitCode === null && s.child.signalCode === null;
 
 faults.before(() => stack.start());
-faults.after(() => stack.stop());
+faults.after(async () => {
+  await Promise.all(started.map((t) => t.stop()));
+  await stack.stop();
+});
 
 faults("1. Kafka stopped for 30 s under steady traffic", async () => {
   const t = traffic("sc-kafka-down");
@@ -74,6 +82,7 @@ faults("2. Kafka restarted during 200 concurrent requests", async () => {
     pauseMs: 0,
     maxRequests: 20_000,
   });
+  started.push(t);
   t.start();
   await sleep(2_000);
   await server("kafka", "stop");
@@ -419,6 +428,7 @@ faults("9. a flood of 32 KB messages while Kafka is slowed: both processes stay 
     maxRequests: 400,
     padBytes: 30_000,
   });
+  started.push(t);
   const broker = Number(readFileSync(join(process.env.STACK_DIR!, "kafka", "kafka.pid"), "utf8").trim());
   t.start();
   const slowUntil = Date.now() + 16_000;
@@ -457,6 +467,50 @@ faults("9. a flood of 32 KB messages while Kafka is slowed: both processes stay 
           .map(([c, n]) => `${c}x${n}`)
           .join(" ") || "none"
       }`,
+  );
+});
+
+faults("12. SIGTERM to the sink while ClickHouse is frozen mid-insert: it gives up at SINK_STOP_TIMEOUT_MS, commits nothing", async () => {
+  const stopTimeoutMs = 3_000;
+  await stopService(stack.sink!);
+  stack.sink = stack.spawn("sink/main.js", { SINK_STOP_TIMEOUT_MS: String(stopTimeoutMs) });
+  await sinkPort(stack.sink); // consuming
+  const t = traffic("sc-frozen-clickhouse", 2);
+  t.start();
+  await sleep(3_000);
+  const clickhouse = Number(readFileSync(join(process.env.STACK_DIR!, "clickhouse", "clickhouse.pid"), "utf8").trim());
+  let frozenFor = "";
+  process.kill(clickhouse, "SIGSTOP");
+  try {
+    const frozenAt = Date.now();
+    const ping = await Promise.race([stack.ch.ping().then(() => "answered"), sleep(1_000).then(() => "no answer")]);
+    assert.is(ping, "no answer", "ClickHouse is frozen");
+    await sleep(1_500); // the sink's next flush is an insert that gets no answer
+    const committedAtFreeze = (await stack.groupLag()).committed;
+    const signalled = Date.now();
+    stack.sink.child.kill("SIGTERM");
+    // Before the stop's abort reached the insert under way, it waited out the client's 30 s
+    // request timeout, then the last flush did so again.
+    const exit = await Promise.race([stack.sink.exited, sleep(stopTimeoutMs + 10_000).then(() => undefined)]);
+    const exitMs = Date.now() - signalled;
+    assert.ok(exit, `the sink still ran ${exitMs} ms after SIGTERM (SINK_STOP_TIMEOUT_MS ${stopTimeoutMs}):\n${stack.sink.output()}`);
+    assert.is((await stack.groupLag()).committed, committedAtFreeze, "nothing committed after ClickHouse froze");
+    frozenFor = `sink exit ${(exitMs / 1000).toFixed(1)} s after SIGTERM (code ${exit.code}), ClickHouse frozen ${((Date.now() - frozenAt) / 1000).toFixed(1)} s`;
+  } catch (error) {
+    stack.sink.child.kill("SIGKILL"); // a sink stuck in its stop would hold the suite's end
+    throw error;
+  } finally {
+    process.kill(clickhouse, "SIGCONT");
+  }
+  stack.sink = stack.spawn("sink/main.js");
+  await t.stop();
+  await t.drain(30_000);
+  await verdict(
+    stack,
+    "SIGTERM to the sink, ClickHouse frozen",
+    "sc-frozen-clickhouse",
+    t,
+    `${frozenFor}; the records were read again by a new sink`,
   );
 });
 

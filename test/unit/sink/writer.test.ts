@@ -1,7 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { BatchItem } from "../../../sink/batch";
-import { classifyInsertError, insertOrBisect, isDataError } from "../../../sink/writer";
+import { createClient } from "@clickhouse/client";
+import { classifyInsertError, clickhouseInsertLines, clickhouseProbe, insertOrBisect, isDataError } from "../../../sink/writer";
 import type { EventRow } from "../../../schemas/row";
 
 const items = (ids: string[]): BatchItem<EventRow>[] =>
@@ -105,6 +106,32 @@ test("a retriable insert error is thrown, not dead-lettered", async () => {
     (e: unknown) => e,
   );
   assert.instance(error, Error);
+});
+
+test("once the stop has aborted, an insert or probe is not sent, and its error is infra: retried whole, never dead-lettered", async () => {
+  // Nothing listens on port 9: a request that went out would fail with ECONNREFUSED instead.
+  const client = createClient({ url: "http://127.0.0.1:9" });
+  const stopped = new AbortController();
+  stopped.abort();
+  const insert = clickhouseInsertLines(client, "events", ["message_id"]);
+  const refusals = await Promise.all([
+    insert([Buffer.from('{"message_id":"m"}')], stopped.signal).then(
+      () => undefined,
+      (error: unknown) => error,
+    ),
+    clickhouseProbe(
+      client,
+      "events",
+    )(stopped.signal).then(
+      () => undefined,
+      (error: unknown) => error,
+    ),
+  ]);
+  for (const error of refusals) {
+    assert.match(String((error as Error | undefined)?.message), "the sink is stopping");
+    assert.is(classifyInsertError(error), "infra");
+  }
+  await client.close();
 });
 
 test.run();
