@@ -11,7 +11,7 @@ import { Agent } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, LiveStack, sinkPort, waitFor } from "../support/harness";
+import { basic, exitWithin, LiveStack, sinkPort, waitFor } from "../support/harness";
 import { getKeepAlive, postKeepAlive } from "../support/keep-alive";
 
 const DRAIN_DELAY_MS = 1_000;
@@ -50,7 +50,7 @@ test("SIGTERM while 4 keep-alive clients keep sending: answers say Connection: c
   const ackedBefore = acked.length;
   const signalled = Date.now();
   stack.ingest!.child.kill("SIGTERM");
-  const exit = await Promise.race([stack.ingest!.exited, sleep(EXIT_BOUND_MS).then(() => undefined)]);
+  const exit = await exitWithin(stack.ingest!, EXIT_BOUND_MS);
   const exitMs = Date.now() - signalled;
   sending = false;
   await Promise.all(clients);
@@ -100,7 +100,7 @@ test("SIGTERM to the sink while a client polls its /readyz without pause on one 
   })();
   await waitFor("the poller answered", async () => (answers > 10 ? true : undefined), 5_000);
   stack.sink!.child.kill("SIGTERM");
-  const exit = await Promise.race([stack.sink!.exited, sleep(EXIT_BOUND_MS).then(() => undefined)]);
+  const exit = await exitWithin(stack.sink!, EXIT_BOUND_MS);
   polling = false;
   await poll;
   agent.destroy();

@@ -257,6 +257,13 @@ export async function answer(response: Response): Promise<Answer> {
   return { status: response.status, headers: response.headers, text, json };
 }
 
+/** The service's exit, or undefined when it still runs `ms` after the call (a stop that hangs fails its test instead of holding it). */
+export function exitWithin(service: Service, ms: number): Promise<Awaited<Service["exited"]> | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  return Promise.race([service.exited, late]).finally(() => clearTimeout(timer));
+}
+
 /** Sends SIGTERM and waits for the exit. */
 export async function stopService(service: Service): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGTERM");

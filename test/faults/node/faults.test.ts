@@ -11,7 +11,7 @@ import { parseAllDocuments } from "yaml";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { DLQ_HEADERS } from "../../../schemas/envelope";
-import { basic, LiveStack, sinkPort, stopService, waitFor } from "../../support/harness";
+import { basic, exitWithin, LiveStack, sinkPort, stopService, waitFor } from "../../support/harness";
 import { lagBackToZero, rowsOf, server, sinkReady, sleep, verdict } from "./scenarios";
 import { Traffic } from "./traffic";
 import { KeyPartitioner } from "../../../schemas/kafka/partitioner";
@@ -266,7 +266,7 @@ faults("7. SIGTERM to ingest at steady traffic; SIGTERM to the sink mid-batch", 
   };
   // The drain delay (2 s) is over by now but for about a second: busy keep-alive connections are
   // told Connection: close, so the exit cannot wait on clients that keep sending.
-  const ingestExit = await timed("ingest exit", Promise.race([stack.ingest.exited, sleep(15_000).then(() => undefined)]));
+  const ingestExit = await timed("ingest exit", exitWithin(stack.ingest, 15_000));
   assert.ok(ingestExit, `the ingest still runs 15 s after SIGTERM (${waits.join(", ")}):\n${stack.ingest.output()}`);
   assert.is(ingestExit.code, 0, "ingest stopped cleanly");
   stack.ingest = stack.spawn("ingest/main.js", { INGEST_PORT: port });
@@ -495,7 +495,7 @@ faults("13. SIGTERM to the sink while ClickHouse is frozen mid-insert: it gives 
     stack.sink.child.kill("SIGTERM");
     // Before the stop's abort reached the insert under way, it waited out the client's 30 s
     // request timeout, then the last flush did so again.
-    const exit = await Promise.race([stack.sink.exited, sleep(stopTimeoutMs + 10_000).then(() => undefined)]);
+    const exit = await exitWithin(stack.sink, stopTimeoutMs + 10_000);
     const exitMs = Date.now() - signalled;
     assert.ok(exit, `the sink still ran ${exitMs} ms after SIGTERM (SINK_STOP_TIMEOUT_MS ${stopTimeoutMs}):\n${stack.sink.output()}`);
     assert.is((await stack.groupLag()).committed, committedAtFreeze, "nothing committed after ClickHouse froze");
