@@ -8,7 +8,11 @@
 import cluster from "node:cluster";
 import pino, { type Logger } from "pino";
 import { ingestConfig } from "./config";
-import { start } from "./service";
+import { start, stopBoundMs } from "./service";
+import { exitAfter } from "../schemas/runtime/deadline";
+
+/** Past its bound (stopBoundMs), how long a stop may still run before the process exits anyway, ms. */
+const STOP_MARGIN_MS = 2_000;
 
 /** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runIngest(): Promise<void> {
@@ -21,6 +25,7 @@ export async function runIngest(): Promise<void> {
   const ingest = await start(config, log);
   onSignal((signal) => {
     log.info({ signal }, "stopping: draining requests, flushing producer");
+    exitAfter(stopBoundMs(config) + STOP_MARGIN_MS, log);
     ingest.stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -30,7 +35,11 @@ export async function runIngest(): Promise<void> {
     );
   });
   // A worker is stopped by its primary's SIGTERM; a disconnect without one means the primary died.
-  if (cluster.isWorker) process.on("disconnect", () => ingest.stop().finally(() => process.exit(1)));
+  if (cluster.isWorker)
+    process.on("disconnect", () => {
+      exitAfter(stopBoundMs(config) + STOP_MARGIN_MS, log);
+      void ingest.stop().finally(() => process.exit(1));
+    });
 }
 
 /** Forks `workers` ingest workers and supervises them. */

@@ -20,7 +20,7 @@ import { Accumulator, kafkaSend } from "./producer";
 import { topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { createKafka } from "../schemas/kafka/client";
 import { createProducer } from "../schemas/kafka/producer";
-import { withDeadline } from "../schemas/runtime/deadline";
+import { settledWithin, withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { TokenBuckets } from "./ratelimit";
@@ -48,10 +48,19 @@ export interface RunningIngest {
    * Stops in order: /readyz turns 503 while requests are still served for `drainDelayMs` (load
    * balancers stop sending) and every answer carries `Connection: close`, the server stops
    * accepting and waits for in-flight requests (at most `requestTimeoutMs + produceTimeoutMs`,
-   * then the connections left are cut), pending records are sent and acknowledged, the producer
-   * disconnects.
+   * then the connections left are cut), pending records are sent and acknowledged and the Kafka
+   * clients disconnect (at most `produceTimeoutMs` for both: stopBoundMs).
    */
   stop: () => Promise<void>;
+}
+
+/**
+ * The longest a stop takes, ms: the drain delay, the longest request (to arrive, then Kafka's
+ * ack; its connection is cut past that), then `produceTimeoutMs` for the last sends and the Kafka
+ * clients' disconnects. The manifests' terminationGracePeriodSeconds adds the preStop sleep.
+ */
+export function stopBoundMs(config: Pick<IngestConfig, "drainDelayMs" | "requestTimeoutMs" | "produceTimeoutMs">): number {
+  return config.drainDelayMs + config.requestTimeoutMs + 2 * config.produceTimeoutMs;
 }
 
 /** Starts the ingest service. Throws if the producer cannot connect. */
@@ -174,11 +183,25 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     clearTimeout(cut);
     clearInterval(probe);
     unwatchKeys();
-    await accumulator.drain();
-    await tail.stop();
     metricsServer.closeAllConnections(); // live streams never end by themselves
-    await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
-    await Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]);
+    const metricsClosed = new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+    // Every request is answered by now: what is still unsent or unacknowledged was acknowledged to
+    // no client (answered 503, or cut). With a Kafka that does not answer, a send under way waits
+    // for kafkajs's request timeout (30 s) and a consumer's disconnect for its fetch, so the last
+    // sends and the disconnects get PRODUCE_TIMEOUT_MS together, then are left.
+    const kafkaDone = (async () => {
+      await accumulator.drain();
+      await tail.stop();
+      await Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]);
+    })();
+    const inTime = await settledWithin(kafkaDone, config.produceTimeoutMs);
+    await metricsClosed;
+    if (inTime) await kafkaDone;
+    else
+      log.warn(
+        { waitedMs: config.produceTimeoutMs, bytesHeld: accumulator.bytesHeld },
+        "Kafka did not answer at the stop: its unacknowledged records and the clients' disconnects are left",
+      );
     log.info("ingest stopped");
   };
   return { address, stop };

@@ -13,6 +13,7 @@ import type { DecodeResult } from "./decode";
 import { Flusher, type CommitOffset } from "./flush";
 import type { SinkMetrics } from "./metrics";
 import { reconnectOnCrash } from "../schemas/kafka/reconnect";
+import { settledWithin } from "../schemas/runtime/deadline";
 import { retry } from "../schemas/runtime/retry";
 import type { InsertRows, ProbeInsert } from "./writer";
 
@@ -55,8 +56,9 @@ export interface RunningLoop {
   health: LoopHealth;
   /**
    * Stops fetching, flushes and commits every open batch, then disconnects. If `abortAfterMs`
-   * passes first (ClickHouse down), pending retries give up and nothing more is committed:
-   * those records are read again by the next consumer.
+   * passes first (ClickHouse or Kafka not answering), the insert under way and pending retries
+   * give up and nothing more is committed: those records are read again by the next consumer.
+   * The disconnect itself is not bounded here (the sink's stop bounds it).
    */
   stop: (abortAfterMs: number) => Promise<void>;
 }
@@ -198,8 +200,13 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
       clearInterval(timer);
       const giveUp = setTimeout(() => abort.abort(), abortAfterMs);
       consumer.pause([{ topic }]);
-      await inBatch;
-      await flush().catch(() => {}); // after an abandoned flush this commits nothing
+      const flushed = (async () => {
+        await inBatch;
+        await flush().catch(() => {}); // after an abandoned flush this commits nothing
+      })();
+      // The abort ends an insert under way, not a commit or a DLQ send to a Kafka that does not
+      // answer: the wait ends with it, and what is not committed is read again.
+      await settledWithin(flushed, abortAfterMs);
       clearTimeout(giveUp);
       await consumer.disconnect();
     },

@@ -1,11 +1,16 @@
 /**
  * Entry point of the sink process: config from env, start, stop on SIGTERM/SIGINT.
  * Shutdown order: stop fetching, finish and commit the open batches, disconnect. If ClickHouse
- * is down it gives up after SINK_STOP_TIMEOUT_MS without committing (records are read again).
+ * is down it gives up after SINK_STOP_TIMEOUT_MS without committing (records are read again), and
+ * on Kafka's disconnects after as long again; past both (and a margin) the process exits with 1.
  */
 import pino from "pino";
 import { sinkConfig } from "./config";
 import { start } from "./service";
+import { exitAfter } from "../schemas/runtime/deadline";
+
+/** Past its bound (2 x SINK_STOP_TIMEOUT_MS), how long a stop may still run before the process exits anyway, ms. */
+const STOP_MARGIN_MS = 2_000;
 
 /** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runSink(): Promise<void> {
@@ -17,6 +22,7 @@ export async function runSink(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, "stopping: finishing batches, committing");
+    exitAfter(2 * config.stopTimeoutMs + STOP_MARGIN_MS, log);
     sink.stop(config.stopTimeoutMs).then(
       () => process.exit(0),
       (error: unknown) => {

@@ -23,6 +23,7 @@ import { followSuppressions } from "../schemas/privacy/follower";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
 import { runLoop, type LoopHealth } from "./consumer";
+import { settledWithin } from "../schemas/runtime/deadline";
 import { withCrashHook } from "./crash";
 import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
@@ -47,7 +48,10 @@ const DLQ_AGE_INTERVAL_MS = 60_000;
 export interface RunningSink {
   /** Where /healthz and /readyz answer. */
   address: AddressInfo;
-  /** Stops fetching, finishes and commits open batches (giving up after `abortAfterMs`), disconnects. */
+  /**
+   * Stops fetching, finishes and commits open batches (giving up after `abortAfterMs`), disconnects
+   * (giving up as long again): at most 2 x `abortAfterMs`, ms, when ClickHouse or Kafka does not answer.
+   */
   stop: (abortAfterMs: number) => Promise<void>;
 }
 
@@ -182,8 +186,15 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       clearInterval(probe);
       clearInterval(dlqAgeTimer);
       clearInterval(retention);
-      await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
-      await Promise.all([dlqProducer.disconnect(), admin.disconnect(), suppressions.stop()]);
+      // Each loop's last flush waits at most abortAfterMs (ClickHouse), and the Kafka clients'
+      // disconnects as long again: a consumer's waits for its fetch or commit under way when Kafka
+      // does not answer (kafkajs's request timeout, 30 s). What is left is uncommitted, read again.
+      const kafkaDone = (async () => {
+        await Promise.all(loops.map((l) => l.stop(abortAfterMs)));
+        await Promise.all([dlqProducer.disconnect(), admin.disconnect(), suppressions.stop()]);
+      })();
+      if (await settledWithin(kafkaDone, 2 * abortAfterMs)) await kafkaDone;
+      else log.warn({ waitedMs: 2 * abortAfterMs }, "Kafka did not answer at the stop: the clients' disconnects are left");
       await client.close();
       // Only health and metrics are served here: a scrape cut at the stop costs nothing, and a
       // client polling on a connection busy at the close would otherwise hold the exit.

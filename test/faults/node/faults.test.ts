@@ -518,6 +518,70 @@ faults("13. SIGTERM to the sink while ClickHouse is frozen mid-insert: it gives 
   );
 });
 
+faults("14. SIGTERM to the ingest and the sink while Kafka is frozen: both exit within their stop bounds", async () => {
+  const sinkStopMs = 3_000;
+  const port = new URL(stack.base).port;
+  await Promise.all([stopService(stack.ingest!), stopService(stack.sink!)]);
+  stack.ingest = stack.spawn("ingest/main.js");
+  assert.is(await stack.ingestReady(stack.ingest, port), "ready", `the restarted ingest holds port ${port}:\n${stack.ingest.output()}`);
+  stack.sink = stack.spawn("sink/main.js", { SINK_STOP_TIMEOUT_MS: String(sinkStopMs) });
+  await sinkPort(stack.sink);
+  const t = traffic("sc-frozen-kafka", 2);
+  t.start();
+  await sleep(3_000);
+  const broker = Number(readFileSync(join(process.env.STACK_DIR!, "kafka", "kafka.pid"), "utf8").trim());
+  const exits: string[] = [];
+  process.kill(broker, "SIGSTOP");
+  try {
+    // The signal is delivered a moment later.
+    await waitFor("the broker stopped (state T)", async () => (processState(broker) === "T" ? true : undefined), 2_000);
+    await sleep(1_000); // requests and the sink's fetch wait on the broker
+    const signalled = Date.now();
+    stack.ingest.child.kill("SIGTERM");
+    stack.sink.child.kill("SIGTERM");
+    // Bounds: the ingest answers its requests 503 at PRODUCE_TIMEOUT_MS, then waits at most as long
+    // again for Kafka; the sink waits SINK_STOP_TIMEOUT_MS for ClickHouse, then as long for Kafka.
+    const [ingest, sink] = [stack.ingest, stack.sink];
+    const timedExit = async (name: string, service: typeof ingest, boundMs: number) => {
+      const exit = await exitWithin(service, boundMs + 5_000);
+      const ms = Date.now() - signalled;
+      exits.push(`${name} exit ${(ms / 1000).toFixed(1)} s (code ${exit?.code})`);
+      return { exit, ms };
+    };
+    const [ingestExit, sinkExit] = await Promise.all([
+      timedExit("ingest", ingest, 2 * PRODUCE_TIMEOUT_MS),
+      timedExit("sink", sink, 2 * sinkStopMs),
+    ]);
+    assert.ok(ingestExit.exit, `the ingest still ran ${ingestExit.ms} ms after SIGTERM, Kafka frozen:\n${ingest.output()}`);
+    assert.ok(sinkExit.exit, `the sink still ran ${sinkExit.ms} ms after SIGTERM, Kafka frozen:\n${sink.output()}`);
+    // Code 1 would be the process's last bound (exitAfter), not the stop's own.
+    assert.is(ingestExit.exit.code, 0, `the ingest's stop ended by its own bounds:\n${ingest.output()}`);
+    assert.is(sinkExit.exit.code, 0, `the sink's stop ended by its own bounds:\n${sink.output()}`);
+  } catch (error) {
+    for (const service of [stack.ingest, stack.sink]) if (alive(service)) service.child.kill("SIGKILL");
+    throw error;
+  } finally {
+    process.kill(broker, "SIGCONT");
+  }
+  stack.ingest = stack.spawn("ingest/main.js", { INGEST_PORT: port });
+  assert.is(await stack.ingestReady(stack.ingest, port), "ready", `the new ingest holds port ${port}:\n${stack.ingest.output()}`);
+  stack.sink = stack.spawn("sink/main.js");
+  await t.stop();
+  await t.drain(60_000);
+  await verdict(
+    stack,
+    "SIGTERM to both services, Kafka frozen",
+    "sc-frozen-kafka",
+    t,
+    `${exits.join(", ")}; the unacknowledged sent again`,
+  );
+});
+
+/** A process's state letter (/proc/PID/stat): T when stopped by a signal. */
+function processState(pid: number): string {
+  return readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0] ?? "?";
+}
+
 /** Resident memory of a process, bytes (VmRSS of /proc/PID/status). */
 function rssBytes(pid: number): number {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
