@@ -9,10 +9,7 @@ import cluster from "node:cluster";
 import pino, { type Logger } from "pino";
 import { ingestConfig } from "./config";
 import { start, stopBoundMs } from "./service";
-import { exitAfter } from "../schemas/runtime/deadline";
-
-/** Past its bound (stopBoundMs), how long a stop may still run before the process exits anyway, ms. */
-const STOP_MARGIN_MS = 2_000;
+import { exitAfter, STOP_MARGIN_MS } from "../schemas/runtime/deadline";
 
 /** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runIngest(): Promise<void> {

@@ -31,7 +31,10 @@ export interface SinkConfig {
    * sink that dies is replaced after this long; heartbeats go every tenth of it, at most 3 s.
    */
   sessionTimeoutMs: number & tags.Type<"uint32"> & tags.Minimum<6000>;
-  /** How long a stop may wait for ClickHouse before giving up uncommitted, ms (env SINK_STOP_TIMEOUT_MS). */
+  /**
+   * How long a stop may wait for its last flush (ClickHouse's insert and Kafka's commit) before
+   * giving up uncommitted, then for the Kafka clients' disconnects, ms (env SINK_STOP_TIMEOUT_MS).
+   */
   stopTimeoutMs: Positive;
   /** /healthz, /readyz and /metrics listen here (env SINK_HTTP_HOST, SINK_HTTP_PORT; 0 picks a free port). */
   httpHost: Name;

@@ -80,7 +80,13 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
     ...(deps.chunk ? { chunk: deps.chunk } : {}),
     probe: () => deps.probe(abort.signal),
     sendDeadLetters: deps.sendDeadLetters,
-    commit: (offsets: CommitOffset[]) => consumer.commitOffsets(offsets),
+    // None starts once the stop gave up; one under way then may or may not land (kafkajs resolves
+    // it when the consumer disconnects): counted as failed, its records may be read again.
+    commit: async (offsets: CommitOffset[]) => {
+      if (abort.signal.aborted) throw new Error("the stop gave up: not committed");
+      await consumer.commitOffsets(offsets);
+      if (abort.signal.aborted) throw new Error("the stop gave up during the commit: it may not have landed");
+    },
     retry: (what, fn) =>
       retry(fn, {
         minMs: deps.retryMinMs,

@@ -7,10 +7,7 @@
 import pino from "pino";
 import { sinkConfig } from "./config";
 import { start } from "./service";
-import { exitAfter } from "../schemas/runtime/deadline";
-
-/** Past its bound (2 x SINK_STOP_TIMEOUT_MS), how long a stop may still run before the process exits anyway, ms. */
-const STOP_MARGIN_MS = 2_000;
+import { exitAfter, STOP_MARGIN_MS } from "../schemas/runtime/deadline";
 
 /** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runSink(): Promise<void> {

@@ -109,17 +109,33 @@ export function liveRouter(deps: LiveDeps): Router {
     }
     viewers++;
     deps.metrics.liveViewers.set(viewers);
+    // One ending, whichever comes first: the client gone (also while the tail is still starting,
+    // seconds, before the session exists to see it), the session's end, or a failed start.
     let release: () => void = () => undefined;
-    try {
-      release = await deps.tail.acquire();
-    } catch (error) {
+    let unsubscribe: () => void = () => undefined;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      unsubscribe();
+      release();
       viewers--;
       deps.metrics.liveViewers.set(viewers);
+    };
+    ctx.res.once("close", end);
+    let acquired: () => void;
+    try {
+      acquired = await deps.tail.acquire();
+    } catch (error) {
+      end();
       throw error;
     }
     ctx.respond = false;
+    if (ended) return acquired();
+    release = acquired;
     ctx.req.socket.setTimeout(0);
     const session = await createSession(ctx.req, ctx.res, { statusCode: 200, keepAlive: 15_000, retry: 2_000, trustClientEventId: false });
+    if (ended) return;
     let dropped = 0;
     const send = (item: unknown, id: string) => {
       if (!session.isConnected) return;
@@ -138,17 +154,12 @@ export function liveRouter(deps: LiveDeps): Router {
       const item = liveItem(record);
       if (item) send(item, record.id);
     }
-    const unsubscribe = deps.tail.subscribe((record) => {
+    unsubscribe = deps.tail.subscribe((record) => {
       if (!matches(record, filter)) return;
       const item = liveItem(record);
       if (item) send(item, record.id);
     });
-    session.once("disconnected", () => {
-      unsubscribe();
-      release();
-      viewers--;
-      deps.metrics.liveViewers.set(viewers);
-    });
+    session.once("disconnected", end);
   });
   return router;
 }

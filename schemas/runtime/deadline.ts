@@ -33,6 +33,12 @@ export function settledWithin(work: Promise<unknown>, ms: number): Promise<boole
 }
 
 /**
+ * How long past its own bound a stop may still run before exitAfter ends the process, ms: the
+ * manifests' grace periods count it, so Kubernetes's SIGKILL never comes before the logged exit.
+ */
+export const STOP_MARGIN_MS = 2_000;
+
+/**
  * A process's last bound on its stop: `ms` after this call it logs and exits with code 1,
  * whatever is still running. The timer does not keep the process alive. Each service's stop bounds
  * its own waits; this catches any it does not (a Kubernetes pod is killed at its grace period

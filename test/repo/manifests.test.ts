@@ -22,6 +22,7 @@ import { parse, stringify } from "yaml";
 import { setupConfig } from "../../deploy/setup/config";
 import { ingestConfig } from "../../ingest/config";
 import { stopBoundMs } from "../../ingest/service";
+import { STOP_MARGIN_MS } from "../../schemas/runtime/deadline";
 import { sinkConfig } from "../../sink/config";
 import { KUBERNETES_VERSIONS, OPERATOR_KINDS, kubeconform, unschematizedKinds, type Report } from "../support/kubeconform";
 import { build, findRoot, kustomizations, parseManifests, type Manifest } from "../support/kustomize";
@@ -264,10 +265,11 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
         requestTimeoutMs: seconds(data.INGEST_REQUEST_TIMEOUT_MS, 30_000) * 1000,
         produceTimeoutMs: seconds(data.PRODUCE_TIMEOUT_MS, 10_000) * 1000,
       }) /
-        1000;
+        1000 +
+      STOP_MARGIN_MS / 1000;
     if (!(grace > needed))
       out.push(
-        `Deployment/segment-ingest: terminationGracePeriodSeconds ${grace} must exceed preStop + INGEST_DRAIN_DELAY_MS + INGEST_REQUEST_TIMEOUT_MS + 2 x PRODUCE_TIMEOUT_MS (${needed} s)`,
+        `Deployment/segment-ingest: terminationGracePeriodSeconds ${grace} must exceed preStop + INGEST_DRAIN_DELAY_MS + INGEST_REQUEST_TIMEOUT_MS + 2 x PRODUCE_TIMEOUT_MS + the exit margin (${needed} s)`,
       );
   }
 
@@ -282,10 +284,10 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
     if (surge !== undefined && surge !== 0 && replicas >= partitions)
       out.push("Deployment/segment-ingest-sink: a surge would exceed the partitions");
     const grace = sink.spec.template.spec.terminationGracePeriodSeconds ?? 30;
-    const needed = 2 * seconds(data.SINK_STOP_TIMEOUT_MS, 20_000) + seconds(data.SINK_BATCH_WAIT_MS, 1_000);
+    const needed = 2 * seconds(data.SINK_STOP_TIMEOUT_MS, 20_000) + seconds(data.SINK_BATCH_WAIT_MS, 1_000) + STOP_MARGIN_MS / 1000;
     if (!(grace > needed))
       out.push(
-        `Deployment/segment-ingest-sink: terminationGracePeriodSeconds ${grace} must exceed 2 x SINK_STOP_TIMEOUT_MS + SINK_BATCH_WAIT_MS (${needed} s)`,
+        `Deployment/segment-ingest-sink: terminationGracePeriodSeconds ${grace} must exceed 2 x SINK_STOP_TIMEOUT_MS + SINK_BATCH_WAIT_MS + the exit margin (${needed} s)`,
       );
     const s = container(sink, "sink");
     if (s && !(s.ports ?? []).some((p: Json) => p.containerPort === Number(data.SINK_HTTP_PORT ?? 3001)))
@@ -615,8 +617,8 @@ test("production rules hold in the base and in the production overlay, and refus
     ["readiness on /healthz", (rs) => (ing(rs).containers[0].readinessProbe.httpGet.path = "/healthz"), /readinessProbe must GET \/readyz/],
     ["no liveness probe", (rs) => delete ing(rs).containers[0].livenessProbe, /livenessProbe must GET \/healthz/],
     ["more sinks than partitions", (rs) => (deploymentOf(rs, "segment-ingest-sink").spec.replicas = 4), /exceed KAFKA_TOPIC_PARTITIONS/],
-    ["short ingest grace period", (rs) => (ing(rs).terminationGracePeriodSeconds = 30), /must exceed preStop \+ INGEST_DRAIN_DELAY_MS/],
-    ["short sink grace period", (rs) => (snk(rs).terminationGracePeriodSeconds = 40), /must exceed 2 x SINK_STOP_TIMEOUT_MS/],
+    ["short ingest grace period", (rs) => (ing(rs).terminationGracePeriodSeconds = 58), /must exceed preStop \+ INGEST_DRAIN_DELAY_MS/],
+    ["short sink grace period", (rs) => (snk(rs).terminationGracePeriodSeconds = 42), /must exceed 2 x SINK_STOP_TIMEOUT_MS/],
     ["headers timeout below keep-alive", (rs) => (cm(rs).INGEST_KEEPALIVE_TIMEOUT_MS = "65000"), /INGEST_HEADERS_TIMEOUT_MS must exceed/],
     ["headers above request timeout", (rs) => (cm(rs).INGEST_HEADERS_TIMEOUT_MS = "66000"), /ingest refuses it: .*\(66000\) is above/],
     ["a value the typed config refuses", (rs) => (cm(rs).SINK_BATCH_WAIT_MS = "1s"), /the sink refuses it: .*batchWaitMs/],

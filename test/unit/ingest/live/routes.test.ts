@@ -19,14 +19,15 @@ import { acceptedRecord, refusedRecord } from "../../../support/live-records";
 const TOKEN = "a-long-enough-admin-token";
 const routes = suite("live routes, in process");
 
-/** The tail's stand-in: a recent buffer, listeners, and how many hold it. */
+/** The tail's stand-in: a recent buffer, listeners, and how many hold it; `startMs`: how long acquire takes (a Kafka consumer joining). */
 function standInTail() {
   const listeners = new Set<(record: LiveRecord) => void>();
-  const state = { holders: 0 };
+  const state = { holders: 0, startMs: 0 };
   return {
     state,
     recent: new RecentBuffer({ records: 1_000, bytes: 64 * 1024 * 1024 }),
     acquire: async () => {
+      if (state.startMs > 0) await new Promise((resolve) => setTimeout(resolve, state.startMs));
       state.holders++;
       return () => void state.holders--;
     },
@@ -148,6 +149,22 @@ routes("the stream sends the recent items first, then each new one of its worksp
   );
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.is(tail.state.holders, 0, "the tail is released when the viewer goes");
+});
+
+routes("a viewer gone while the tail is still starting gives back its place and the tail", async () => {
+  tail.state.startMs = 300;
+  for (let i = 0; i < 3; i++) {
+    const leave = new AbortController();
+    const gone = fetch(`${base}/live/events?workspaceId=ws1`, { headers: auth, signal: leave.signal }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    leave.abort(); // the client leaves before the tail answered
+    await gone;
+  }
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.is(tail.state.holders, 0, "the tail is released");
+  const response = await get("/live/events?workspaceId=ws1");
+  assert.is(response.status, 200, "the one viewer place (LIVE_MAX_VIEWERS 1) is free again");
+  await response.body?.cancel();
 });
 
 routes("a viewer that does not read is skipped past its buffer bound, and told how many it missed", async () => {
