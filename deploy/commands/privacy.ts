@@ -11,10 +11,19 @@ import { randomUUID } from "node:crypto";
 import type { Admin, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { PRIVACY_TABLE } from "../../schemas/clickhouse/tables";
-import { quoteIdent, quoteString } from "../../schemas/clickhouse/sql";
+import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import type { SetupConfig } from "../setup/config";
-import { deletionTargets, entryKey, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
+import { topicMaxMessageBytes } from "../../schemas/kafka/limits";
+import {
+  deletionTargets,
+  ENTRY_PART_BYTES,
+  entryParts,
+  linkedIdsQuery,
+  PrivacyList,
+  type DeletionTarget,
+  type PrivacyEntry,
+} from "../../schemas/privacy/list";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import type { Sql } from "../../schemas/clickhouse/client";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
@@ -80,7 +89,7 @@ export async function runPrivacyRequest(
     ...(suppressed && suppressedFrom !== undefined ? { suppressedFrom } : {}),
     ...(deletedBefore === undefined ? {} : { deletedBefore }),
   };
-  const ends = await publish(kafka, config, entry);
+  const ends = await publish(kafka, config, entry, list.keysOf(workspaceId, userId));
 
   const removed: PrivacyReport["removed"] = [];
   let sinkCaughtUp = true;
@@ -124,13 +133,27 @@ const MUTATION_POLL_MS = 200;
 /** End offsets per topic and partition. */
 type Ends = Map<string, Map<number, number>>;
 
-/** Publishes the entry (acks=all); returns the end offsets of the events and rejected topics after it. */
-async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry): Promise<Ends> {
+/**
+ * Publishes the entry (acks=all) as its parts (entryParts: ids of at most half the topic's
+ * max.message.bytes, ENTRY_PART_BYTES at most), each in a send of its own (a send is one record
+ * batch, which that limit bounds), in order on the topic's one partition, then tombstones for
+ * the records of the earlier entry (`earlierKeys`) it has no part for. Returns the end offsets of
+ * the events and rejected topics after it.
+ */
+async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry, earlierKeys: string[]): Promise<Ends> {
   const producer = createProducer(kafka);
   await producer.connect();
   try {
-    const messages = [{ key: entryKey(entry.workspaceId, entry.userId), value: JSON.stringify(entry) }];
-    await sendWhole(producer, { acks: -1, topicMessages: [{ topic: config.kafka.suppressionsTopic, messages }] }, PUBLISH_DEADLINE_MS);
+    // Half the topic's limit for the ids leaves room for the rest of the record.
+    const limit = await topicMaxMessageBytes(kafka, config.kafka.suppressionsTopic, 2 * ENTRY_PART_BYTES);
+    const parts = entryParts(entry, Math.min(ENTRY_PART_BYTES, Math.floor(limit / 2)));
+    const kept = new Set(parts.map((p) => p.key));
+    const sends = [
+      ...parts.map((p) => [{ key: p.key, value: JSON.stringify(p.entry) }]),
+      earlierKeys.filter((key) => !kept.has(key)).map((key) => ({ key, value: null })),
+    ].filter((messages) => messages.length > 0);
+    for (const messages of sends)
+      await sendWhole(producer, { acks: -1, topicMessages: [{ topic: config.kafka.suppressionsTopic, messages }] }, PUBLISH_DEADLINE_MS);
   } finally {
     await producer.disconnect();
   }
@@ -189,8 +212,13 @@ async function deleteRows(sql: Sql, database: string, target: DeletionTarget, wa
   return before;
 }
 
-/** The audit row: who, when, what, the ids covered, rows removed per table. */
-function auditInsert(
+/**
+ * The audit row: who, when, what, the ids covered, rows removed per table. The row goes as data
+ * after FORMAT, which max_query_size (256 KiB) does not bound, so any number of ids fits (a
+ * literal array of 5,300 linked ids in the query was refused after the deletion ran). Times are
+ * unix seconds in a string, read as such by 18.16 and current ClickHouse in any time zone.
+ */
+export function auditInsert(
   database: string,
   requestId: string,
   request: PrivacyRequest,
@@ -198,22 +226,18 @@ function auditInsert(
   ids: string[],
   removed: PrivacyReport["removed"],
 ): string {
-  const strings = (values: readonly string[]) => `CAST([${values.map(quoteString).join(", ")}], 'Array(String)')`;
-  const seconds = (ms: number) => `toDateTime(${Math.floor(ms / 1000)})`;
-  const action = request.action === "delete" && request.suppress ? "delete+suppress" : request.action;
-  // INSERT ... SELECT: 18.16 evaluates expressions in VALUES only with a setting.
-  return `INSERT INTO ${quoteIdent(database)}.${quoteIdent(PRIVACY_TABLE)}
-  (request_id, workspace_id, user_id, action, requested_by, requested_at, finished_at, ids, tables, rows_removed)
-SELECT ${[
-    quoteString(requestId),
-    quoteString(request.workspaceId),
-    quoteString(request.userId),
-    quoteString(action),
-    quoteString(request.requestedBy),
-    seconds(started),
-    seconds(Date.now()),
-    strings(ids),
-    strings(removed.map((r) => r.table)),
-    `CAST([${removed.map((r) => r.rows).join(", ")}], 'Array(UInt64)')`,
-  ].join(", ")}`;
+  const seconds = (ms: number) => String(Math.floor(ms / 1000));
+  const row = {
+    request_id: requestId,
+    workspace_id: request.workspaceId,
+    user_id: request.userId,
+    action: request.action === "delete" && request.suppress ? "delete+suppress" : request.action,
+    requested_by: request.requestedBy,
+    requested_at: seconds(started),
+    finished_at: seconds(Date.now()),
+    ids,
+    tables: removed.map((r) => r.table),
+    rows_removed: removed.map((r) => r.rows),
+  };
+  return `INSERT INTO ${quoteIdent(database)}.${quoteIdent(PRIVACY_TABLE)} (${Object.keys(row).join(", ")}) FORMAT JSONEachRow\n${JSON.stringify(row)}`;
 }

@@ -15,7 +15,7 @@ import { REJECTED_TABLE } from "../clickhouse/tables";
 import { onCluster, quoteIdent, quoteString, storageName } from "../clickhouse/sql";
 import { rowStringField } from "../row";
 
-/** One value of the suppressions topic (compacted; key = entryKey). */
+/** One value of the suppressions topic (compacted; key = partKey): a user's entry, or one part of it (entryParts). */
 export interface PrivacyEntry {
   workspaceId: string;
   userId: string;
@@ -32,9 +32,42 @@ export interface PrivacyEntry {
   deletedBefore?: number;
 }
 
-/** The topic key of a user's entry: a later request for the same user replaces the earlier one. */
+/** The topic key of a user's entry (its first part): a later request for the same user replaces the earlier one. */
 export function entryKey(workspaceId: string, userId: string): string {
   return JSON.stringify([workspaceId, userId]);
+}
+
+/** The topic key of part `part` (0, 1, ...) of a user's entry: entryKey for the first. */
+export function partKey(workspaceId: string, userId: string, part: number): string {
+  return part === 0 ? entryKey(workspaceId, userId) : JSON.stringify([workspaceId, userId, part]);
+}
+
+/**
+ * Most bytes of ids (JSON text) in one record of the suppressions topic: a quarter of Kafka's
+ * default limit on a record batch (max.message.bytes, 1 MB), which a single record of every id
+ * linked to a user could pass: any writeKey holder can link ids to a userId (identify messages),
+ * and did, 5,300 of them, so that the request failed before it deleted anything.
+ */
+export const ENTRY_PART_BYTES = 256 * 1024;
+
+/**
+ * An entry as the records of the topic, in order: each a whole PrivacyEntry (the same user and
+ * flags) with a share of the ids of at most `maxBytes` of JSON text (one id alone may pass it),
+ * keyed partKey(.., 0), partKey(.., 1), ...
+ */
+export function entryParts(entry: PrivacyEntry, maxBytes = ENTRY_PART_BYTES): { key: string; entry: PrivacyEntry }[] {
+  const shares: string[][] = [[]];
+  let bytes = 0;
+  for (const id of entry.ids) {
+    const size = Buffer.byteLength(JSON.stringify(id)) + 1;
+    if (bytes + size > maxBytes && shares[shares.length - 1]!.length > 0) {
+      shares.push([]);
+      bytes = 0;
+    }
+    shares[shares.length - 1]!.push(id);
+    bytes += size;
+  }
+  return shares.map((ids, part) => ({ key: partKey(entry.workspaceId, entry.userId, part), entry: { ...entry, ids } }));
 }
 
 /** A topic value -> entry; undefined for a value that is not one (a tombstone, another shape). */
@@ -66,17 +99,20 @@ export function parseEntry(value: Buffer | string | null): PrivacyEntry | undefi
  */
 export class PrivacyList {
   private readonly byKey = new Map<string, PrivacyEntry>();
-  /** Entries by workspace and userId (a message with a userId is matched here only). */
-  private readonly byUser = new Map<string, PrivacyEntry>();
+  /** The records (entryParts) of each user's entry, by workspace and userId: a message with a userId is matched here only. */
+  private readonly byUser = new Map<string, Map<string, PrivacyEntry>>();
   /** Entries by workspace and each of their ids (a message without a userId is matched here). */
   private readonly byId = new Map<string, Set<PrivacyEntry>>();
 
-  /** Applies one topic record (`entry` undefined: the user's entry is removed). */
+  /** Applies one topic record (`entry` undefined: the record at `key` is removed). */
   apply(key: string, entry: PrivacyEntry | undefined): void {
     const old = this.byKey.get(key);
     if (old) {
-      this.byUser.delete(idKey(old.workspaceId, old.userId));
-      for (const id of old.ids) {
+      const user = idKey(old.workspaceId, old.userId);
+      const parts = this.byUser.get(user);
+      parts?.delete(key);
+      if (parts?.size === 0) this.byUser.delete(user);
+      for (const id of idsOf(old)) {
         const entries = this.byId.get(idKey(old.workspaceId, id));
         entries?.delete(old);
         if (entries?.size === 0) this.byId.delete(idKey(old.workspaceId, id));
@@ -87,21 +123,31 @@ export class PrivacyList {
       return;
     }
     this.byKey.set(key, entry);
-    this.byUser.set(idKey(entry.workspaceId, entry.userId), entry);
-    for (const id of new Set([entry.userId, ...entry.ids])) {
+    const user = idKey(entry.workspaceId, entry.userId);
+    this.byUser.set(user, (this.byUser.get(user) ?? new Map<string, PrivacyEntry>()).set(key, entry));
+    for (const id of idsOf(entry)) {
       const k = idKey(entry.workspaceId, id);
       this.byId.set(k, (this.byId.get(k) ?? new Set()).add(entry));
     }
   }
 
-  /** The user's entry, if any. */
+  /** The user's entry, its parts joined (the first part's flags, every part's ids), if any. */
   get(workspaceId: string, userId: string): PrivacyEntry | undefined {
-    return this.byKey.get(entryKey(workspaceId, userId));
+    const parts = this.byUser.get(idKey(workspaceId, userId));
+    if (parts === undefined) return undefined;
+    const all = [...parts.values()];
+    const first = parts.get(entryKey(workspaceId, userId)) ?? all[0]!;
+    return { ...first, ids: [...new Set(all.flatMap((e) => e.ids))] };
+  }
+
+  /** The topic keys of the user's records (partKey): what a new request replaces or removes. */
+  keysOf(workspaceId: string, userId: string): string[] {
+    return [...(this.byUser.get(idKey(workspaceId, userId))?.keys() ?? [])];
   }
 
   /** Users with an entry. */
   get size(): number {
-    return this.byKey.size;
+    return this.byUser.size;
   }
 
   /**
@@ -115,10 +161,8 @@ export class PrivacyList {
   drops(workspaceId: string, userId: string | undefined, anonymousId: string | undefined, receivedAt: number | (() => number)): boolean {
     if (this.byKey.size === 0) return false;
     let entries: Iterable<PrivacyEntry> | undefined;
-    if (userId !== undefined && userId !== "") {
-      const entry = this.byUser.get(idKey(workspaceId, userId));
-      entries = entry === undefined ? undefined : [entry];
-    } else if (anonymousId !== undefined && anonymousId !== "") entries = this.byId.get(idKey(workspaceId, anonymousId));
+    if (userId !== undefined && userId !== "") entries = this.byUser.get(idKey(workspaceId, userId))?.values();
+    else if (anonymousId !== undefined && anonymousId !== "") entries = this.byId.get(idKey(workspaceId, anonymousId));
     if (entries === undefined) return false;
     const at = typeof receivedAt === "number" ? receivedAt : receivedAt();
     for (const e of entries) {
@@ -131,6 +175,11 @@ export class PrivacyList {
 
 function idKey(workspaceId: string, id: string): string {
   return `${workspaceId}\u0000${id}`;
+}
+
+/** The ids a record names: the userId and its share of the linked ids. */
+function idsOf(entry: PrivacyEntry): Set<string> {
+  return new Set([entry.userId, ...entry.ids]);
 }
 
 /** The userId and anonymousId of a message or batch item, where they are strings. */

@@ -20,6 +20,7 @@ import { type Dialect } from "../../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
 import { deletionTargets, linkedIdsQuery } from "../../schemas/privacy/list";
+import { auditInsert } from "../../deploy/commands/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
 import { Flusher } from "../../sink/flush";
@@ -113,7 +114,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     engine = await open();
   });
   s.after(async () => {
-    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "closed", "retype"])
+    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "audit", "closed", "retype"])
       await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
   });
@@ -256,6 +257,36 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     );
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
   });
+
+  s(
+    "a privacy request's audit row with 1,400 linked ids of 200 characters (285 KB, past max_query_size as SQL) is stored whole",
+    async () => {
+      const d = db("audit");
+      await migrate(engine.sql, scratch(d));
+      const ids = ["victim", ...[...Array(1_400).keys()].map((i) => `dev-${i}-`.padEnd(200, "x"))];
+      const started = Date.parse("2026-11-26T10:00:00.000Z") + 999;
+      const request = { action: "delete" as const, workspaceId: "ws1", userId: "victim", suppress: true, requestedBy: 'ops "jane"' };
+      const removed = [
+        { table: "events", rows: 1_402 },
+        { table: "users", rows: 1 },
+      ];
+      await engine.sql.command(auditInsert(d, "r1", request, started, ids, removed));
+      const [row] = await engine.sql.rows<Record<string, unknown>>(
+        `SELECT action, requested_by, toUnixTimestamp(requested_at) AS at, ids, tables, rows_removed FROM \`${d}\`.privacy_requests`,
+      );
+      assert.equal(
+        { ...row, at: Number(row!.at), rows_removed: (row!.rows_removed as unknown[]).map(Number) },
+        {
+          action: "delete+suppress",
+          requested_by: 'ops "jane"',
+          at: Date.parse("2026-11-26T10:00:00.000Z") / 1000,
+          ids,
+          tables: ["events", "users"],
+          rows_removed: [1_402, 1],
+        },
+      );
+    },
+  );
 
   s(
     "a table of a release before event was LowCardinality: setup retypes it on current ClickHouse, keeps String on 18.16, rows intact",

@@ -17,7 +17,33 @@ import { basic, LiveStack, stopService, waitFor } from "../support/harness";
 const stack = new LiveStack({ KAFKA_REJECTED_TOPIC: `test-rejected-${randomUUID().slice(0, 8)}` });
 const privacy = suite("deleting and suppressing a user (live)");
 
-privacy.before(() => stack.start());
+/**
+ * The suppressions topic made before setup (which keeps a topic it finds) with a record limit of
+ * 64 KB: an entry over it is the case of a user with more linked ids than Kafka's default 1 MB.
+ */
+const SUPPRESSIONS_MAX_MESSAGE_BYTES = 65_536;
+
+privacy.before(async () => {
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      topics: [
+        {
+          topic: stack.env.KAFKA_SUPPRESSIONS_TOPIC!,
+          numPartitions: 1,
+          configEntries: [
+            { name: "cleanup.policy", value: "compact" },
+            { name: "max.message.bytes", value: String(SUPPRESSIONS_MAX_MESSAGE_BYTES) },
+          ],
+        },
+      ],
+    });
+  } finally {
+    await admin.disconnect();
+  }
+  await stack.start();
+});
 privacy.after(() => stack.stop());
 
 const WS = "ws-test";
@@ -207,6 +233,49 @@ privacy(
     const later = { type: "track", event: "Still here", userId: alice, messageId: id() };
     await send(stack.base, [later]);
     await stack.rowsLanded([later.messageId]);
+  },
+);
+
+privacy(
+  "a user with more linked ids than a record of the suppressions topic holds (any writeKey can link them): delete --suppress runs whole, in several records, and audits every id",
+  async () => {
+    const victim = `victim-${id().slice(0, 8)}`;
+    // 1,400 ids of 200 characters (the longest the ingest takes), each linked by an identify: 290 KB
+    // of ids, over the topic's 64 KB and over max_query_size (256 KiB) as a literal in SQL.
+    const linked = [...Array(1_400).keys()].map((i) => `${victim}-dev-${i}-`.padEnd(200, "x"));
+    for (let at = 0; at < linked.length; at += 350)
+      await send(
+        stack.base,
+        linked.slice(at, at + 350).map((anonymousId) => ({ type: "identify", userId: victim, anonymousId, messageId: id() })),
+      );
+    const [first, last] = [linked[0]!, linked[linked.length - 1]!];
+    await send(
+      stack.base,
+      [first, last].map((anonymousId) => ({ type: "page", name: "Before", anonymousId, messageId: id() })),
+    );
+    await stack.marker();
+    await caughtUp();
+    const ofVictim = `(user_id = '${victim}' OR anonymous_id LIKE '${victim}-dev-%')`;
+    assert.is(await count("events", ofVictim), 1_402);
+
+    const suppressions = stack.env.KAFKA_SUPPRESSIONS_TOPIC!;
+    const recordsBefore = (await stack.groupLag(suppressions, "none")).end;
+    await cli("users", "delete", WS, victim, "--suppress", "--by", "test-operator");
+    const records = (await stack.groupLag(suppressions, "none")).end - recordsBefore;
+    assert.ok(records >= 5, `the entry in ${records} records of at most ${SUPPRESSIONS_MAX_MESSAGE_BYTES / 2} bytes of ids`);
+    assert.is(await count("events", ofVictim), 0, "the user's events and the anonymous pages of the first and last linked id are gone");
+
+    await new Promise((r) => setTimeout(r, 3_000)); // the ingest follows the suppression
+    const before = await produced();
+    await send(stack.base, [{ type: "page", name: "After", anonymousId: last, messageId: id() }]);
+    assert.equal(await produced(), before, "an anonymous page of the last linked id (in the entry's last record): 2xx, not produced");
+
+    const [audit] = await stack.select<{ n: string; first: number; last: number }>(
+      `SELECT length(ids) AS n, has(ids, '${first}') AS first, has(ids, '${last}') AS last
+       FROM ${stack.database}.privacy_requests WHERE user_id = '${victim}'`,
+    );
+    assert.equal({ ...audit!, n: Number(audit!.n) }, { n: 1_401, first: 1, last: 1 }, "the audit row lists the userId and every linked id");
+    console.log(`\n  ${linked.length} linked ids: the entry in ${records} records; audit row with ${audit!.n} ids`);
   },
 );
 

@@ -9,8 +9,11 @@ import { messageRow } from "../../../../schemas/row";
 import type { Message } from "../../../../schemas/messages";
 import {
   deletionTargets,
+  ENTRY_PART_BYTES,
+  entryParts,
   IDS_PER_DELETION,
   entryKey,
+  partKey,
   linkedIdsQuery,
   parseEntry,
   PrivacyList,
@@ -156,6 +159,60 @@ test("hostile link: mallory's identify names alice's userId as its anonymousId; 
   // Entries written by earlier releases list a previousId that is another user's userId: same rule.
   list.apply(entryKey("w", "bob"), entry({ userId: "bob", ids: ["bob", "carol"], suppressed: true }));
   assert.not.ok(list.drops("w", "carol", undefined, Number.POSITIVE_INFINITY));
+});
+
+test("entryParts: any number of linked ids in records of at most the part size, each a whole entry; together every id once", () => {
+  // 1,400 linked ids of 200 characters: one record of them would be about 290 KB.
+  const ids = ["victim", ...[...Array(1_400).keys()].map((i) => `${i}-${"x".repeat(195)}`.slice(0, 200))];
+  const whole = entry({ userId: "victim", ids, suppressed: true, suppressedFrom: 5, deletedBefore: 7 });
+  const parts = entryParts(whole, 64 * 1024);
+  assert.ok(parts.length >= 5, `${parts.length} parts`);
+  assert.equal(
+    parts.map((p) => p.key),
+    parts.map((_, i) => partKey("w", "victim", i)),
+  );
+  assert.is(parts[0]!.key, entryKey("w", "victim"), "the first part has the key of a one-record entry");
+  for (const { entry: part } of parts) {
+    assert.ok(Buffer.byteLength(JSON.stringify(part.ids)) <= 64 * 1024, `${Buffer.byteLength(JSON.stringify(part.ids))} bytes of ids`);
+    assert.equal({ ...part, ids: [] }, { ...whole, ids: [] }, "each part carries the user and the flags");
+    assert.equal(parseEntry(JSON.stringify(part)), part, "each part is an entry the followers read");
+  }
+  assert.equal(
+    parts.flatMap((p) => p.entry.ids),
+    ids,
+  );
+  assert.is(entryParts(entry({ ids: ["u", "a1"] })).length, 1, "a small entry stays one record");
+  assert.ok(ENTRY_PART_BYTES <= (1024 * 1024) / 4, "a part's ids stay far below Kafka's default 1 MB");
+});
+
+test("PrivacyList over an entry in parts: every part's ids match, get() joins them, a later request's tombstones remove what it no longer names", () => {
+  const ids = ["victim", ...[...Array(300).keys()].map((i) => `dev-${i}`)];
+  const list = new PrivacyList();
+  const parts = entryParts(entry({ userId: "victim", ids, suppressed: true }), 500);
+  assert.ok(parts.length > 3);
+  for (const p of parts) list.apply(p.key, p.entry);
+  assert.is(list.size, 1, "one user");
+  assert.equal(
+    list.keysOf("w", "victim"),
+    parts.map((p) => p.key),
+  );
+  assert.equal(new Set(list.get("w", "victim")!.ids), new Set(ids));
+  for (const id of ["dev-0", "dev-150", "dev-299"]) assert.ok(list.drops("w", undefined, id, Number.POSITIVE_INFINITY), id);
+  assert.ok(list.drops("w", "victim", undefined, Number.POSITIVE_INFINITY));
+
+  // unsuppressed, with fewer ids: one part, and tombstones for the others
+  const later = entryParts(entry({ userId: "victim", ids: ["victim", "dev-0"], suppressed: false }), 500);
+  assert.is(later.length, 1);
+  for (const p of later) list.apply(p.key, p.entry);
+  for (const key of parts.slice(1).map((p) => p.key)) list.apply(key, parseEntry(null));
+  assert.equal(list.keysOf("w", "victim"), [entryKey("w", "victim")]);
+  assert.equal(list.get("w", "victim")!.ids, ["victim", "dev-0"]);
+  // "victim" as an anonymousId: every part named the userId, every removed part is forgotten
+  for (const id of ["dev-0", "dev-299", "victim"]) assert.not.ok(list.drops("w", undefined, id, Number.POSITIVE_INFINITY), id);
+  assert.not.ok(list.drops("w", "victim", undefined, Number.POSITIVE_INFINITY));
+  for (const key of later.map((p) => p.key)) list.apply(key, undefined);
+  assert.is(list.size, 0);
+  assert.is(list.get("w", "victim"), undefined);
 });
 
 test("a deletion of any number of linked ids: statements of at most IDS_PER_DELETION ids, each far below max_query_size", () => {
