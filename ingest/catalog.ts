@@ -8,7 +8,15 @@
  * (markDelivered after the produce); should ClickHouse refuse that one row (DLQ), the next message
  * of its shape after `ttlMs` lists it again.
  */
+import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
+
+/**
+ * Longest event or page/screen name kept as it is in a cache key, characters; a longer one (a
+ * page name has no bound but the message's 32 KB) is keyed by its SHA-256, so the cache's
+ * `max` keys hold a few MB: 10,000 keys with 31 KB names would have held 310 MB.
+ */
+const KEYED_NAME_CHARS = 256;
 
 export class SentShapes {
   private readonly delivered: LRUCache<string, true>;
@@ -18,9 +26,10 @@ export class SentShapes {
     this.delivered = new LRUCache({ max, ttl: ttlMs });
   }
 
-  /** The cache key of a shape. */
+  /** The cache key of a shape: at most a few hundred characters whatever the name's length. */
   static key(workspaceId: string, type: string, event: string, shape: number): string {
-    return `${workspaceId}\u0000${type}\u0000${event}\u0000${shape}`;
+    const name = event.length <= KEYED_NAME_CHARS ? event : `\u0001${createHash("sha256").update(event).digest("base64")}`;
+    return `${workspaceId}\u0000${type}\u0000${name}\u0000${shape}`;
   }
 
   /** Whether a request listing this shape (SentShapes.key) was acknowledged within the TTL. */

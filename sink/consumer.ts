@@ -94,6 +94,7 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
         signal: abort.signal,
         onRetry: async (error, attempt, waitMs) => {
           health.writeFailing = true;
+          metrics.writeFailing.set({ topic }, 1);
           log.warn({ err: error, attempt, waitMs, topic }, `${what} failed; retrying`);
           await heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
         },
@@ -106,6 +107,7 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
     const result = await flusher.write(open);
     timer();
     health.writeFailing = false;
+    metrics.writeFailing.set({ topic }, 0);
     metrics.lastInsertAt.set(topic, Date.now());
     metrics.batchRows.observe({ topic }, result.inserted);
     metrics.rowsInserted.inc({ topic }, result.inserted);

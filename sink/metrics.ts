@@ -30,8 +30,16 @@ export interface SinkMetrics {
    * (deploy/commands/replay.ts oldestDeadLetterTime).
    */
   dlqOldestAt: Map<string, number>;
-  /** Time from the ingest's receivedAt to the insert's acknowledgement, s. */
+  /**
+   * Time from the record's Kafka timestamp (the ingest's send: receivedAt, the body's read and
+   * the linger later) to the insert's acknowledgement, s.
+   */
   eventDelaySeconds: Histogram;
+  /**
+   * 1 while this process retries a failed insert or DLQ send of the topic, else 0: one stuck
+   * replica shows here while the others keep `sink_last_insert_age_seconds` low.
+   */
+  writeFailing: Gauge<"topic">;
   /** Offset commits, by outcome. */
   commits: Counter<"status">;
 }
@@ -111,12 +119,26 @@ export function sinkMetrics(topics: string[], startedAt = Date.now(), dlqTopics:
     }),
     eventDelaySeconds: new Histogram({
       name: "sink_event_delay_seconds",
-      help: "receivedAt to insert acknowledged",
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      help: "The record's Kafka timestamp (the ingest's send) to insert acknowledged, s",
+      // up to a day: a backlog after an outage shows its real age, not the top bucket
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3_600, 21_600, 86_400],
       registers: [registry],
     }),
+    writeFailing: writeFailingGauge(registry, topics),
     commits: new Counter({ name: "sink_commits_total", help: "Offset commits, by outcome", labelNames: ["status"], registers: [registry] }),
   };
+}
+
+/** `sink_write_failing{topic}`, each topic's series at 0 from the start (SinkMetrics.writeFailing). */
+function writeFailingGauge(registry: Registry, topics: string[]): Gauge<"topic"> {
+  const gauge = new Gauge({
+    name: "sink_write_failing",
+    help: "1 while this process retries a failed insert or DLQ send of the topic, else 0",
+    labelNames: ["topic"],
+    registers: [registry],
+  });
+  for (const topic of topics) gauge.set({ topic }, 0);
+  return gauge;
 }
 
 /**

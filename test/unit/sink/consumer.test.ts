@@ -3,7 +3,7 @@
  * kafkajs Consumer object: only which calls the loop makes is checked here. The loop against a
  * real broker that goes away is fault scenario 1.
  */
-import type { Consumer } from "kafkajs";
+import type { Consumer, EachBatchPayload } from "kafkajs";
 import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -61,6 +61,55 @@ test("a crash kafkajs restarts itself is left to kafkajs; after stop nothing rec
   crash(false);
   await settle(50);
   assert.equal(calls, ["subscribe", "run", "pause", "disconnect"]);
+});
+
+test("sink_write_failing is 1 while an insert is retried and 0 once it lands", async () => {
+  const { consumer, runs } = standIn();
+  const metrics = sinkMetrics(["events"]);
+  let attempts = 0;
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const running = await runLoop<Buffer>({
+    consumer,
+    topic: "events",
+    decode,
+    insert: async () => {
+      attempts++;
+      if (attempts === 1) throw new Error("connect ECONNREFUSED"); // infrastructure: retried
+      await gate;
+    },
+    probe: async () => {},
+    sendDeadLetters: async () => {},
+    batchRecords: 1,
+    batchBytes: 1e6,
+    batchWaitMs: 1000,
+    retryMinMs: 5,
+    retryMaxMs: 20,
+    metrics,
+    log: pino({ level: "silent" }),
+  });
+  const failing = async () => (await metrics.registry.getSingleMetric("sink_write_failing")!.get()).values.map((v) => v.value);
+  try {
+    assert.equal(await failing(), [0], "0 from the start");
+    const message = { offset: "0", key: Buffer.from("m1"), value: Buffer.from('{"workspace_id":"ws1"}'), timestamp: String(Date.now()) };
+    const payload = {
+      batch: { topic: "events", partition: 0, messages: [message] },
+      resolveOffset: () => {},
+      heartbeat: async () => {},
+      isRunning: () => true,
+      isStale: () => false,
+    } as unknown as EachBatchPayload;
+    const batch = runs[0]!.eachBatch!(payload);
+    await settle(100);
+    assert.is(attempts, 2, "retried once, the retry under way");
+    assert.equal(await failing(), [1], "1 while retrying");
+    open();
+    await batch;
+    assert.equal(await failing(), [0], "0 once the insert landed");
+  } finally {
+    open();
+    await running.stop(1000);
+  }
 });
 
 test.run();
