@@ -165,7 +165,11 @@ export function createApp(deps: AppDeps): Koa {
     // A bad header fails before the body is read; a good one makes the request keyed from the start.
     const keyed = headers.authorization !== undefined || headers.publicwritekey !== undefined;
     const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
-    if (headerAuth !== undefined) assertAuthenticated(headerAuth);
+    if (headerAuth !== undefined) {
+      assertAuthenticated(headerAuth);
+      const room = deps.rateLimit.empty(headerAuth.workspaceId, performance.now());
+      if (!room.ok) throw rateLimited(room.retryAfterSeconds);
+    }
     const lease = budget.open(keyed);
     try {
       const body = await readJson(ctx, limits, deps.bodyTimeoutMs, (bytes) => charge(lease, bytes));

@@ -30,13 +30,7 @@ export class TokenBuckets {
   /** Takes `n` tokens from `key`'s bucket at time `nowMs`, or says how long until it could. */
   take(key: string, n: number, nowMs: number): Take {
     if (this.ratePerSecond === 0) return { ok: true };
-    let bucket = this.buckets.get(key);
-    if (bucket === undefined) {
-      bucket = { tokens: this.burst, at: nowMs };
-      this.buckets.set(key, bucket);
-    }
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.ratePerSecond);
-    bucket.at = nowMs;
+    const bucket = this.refilled(key, nowMs);
     if (bucket.tokens >= n) {
       bucket.tokens -= n;
       return { ok: true };
@@ -44,5 +38,25 @@ export class TokenBuckets {
     // A request larger than the bucket could never pass: it is asked to wait for a full bucket.
     const missing = Math.min(n, this.burst) - bucket.tokens;
     return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(missing / this.ratePerSecond)) };
+  }
+
+  /**
+   * Whether `key`'s bucket holds less than one token at `nowMs` (taking nothing): a request of
+   * that key would be refused whatever it carries, so it is answered before its body is read and
+   * parsed (a client past its limit cannot make the ingest parse for nothing).
+   */
+  empty(key: string, nowMs: number): Take {
+    return this.ratePerSecond === 0 || this.refilled(key, nowMs).tokens >= 1 ? { ok: true } : this.take(key, 1, nowMs);
+  }
+
+  private refilled(key: string, nowMs: number): Bucket {
+    let bucket = this.buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { tokens: this.burst, at: nowMs };
+      this.buckets.set(key, bucket);
+    }
+    bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.ratePerSecond);
+    bucket.at = nowMs;
+    return bucket;
   }
 }

@@ -16,6 +16,7 @@ import { gzipSync } from "node:zlib";
 import { connect } from "node:net";
 import { once } from "node:events";
 import { postKeepAlive } from "../../support/keep-alive";
+import { TokenBuckets } from "../../../ingest/ratelimit";
 
 const app = suite("ingest app, in process");
 let ingest: InProcessIngest;
@@ -279,5 +280,27 @@ app("while draining every answer (200, 400, 404) says Connection: close and the 
     agent.destroy();
   }
 });
+
+app(
+  "a header-keyed request past its workspace's rate is answered 429 before its body is parsed; a body-keyed one is parsed first",
+  async () => {
+    await ingest.close();
+    ingest = await inProcessIngest({ rateLimit: new TokenBuckets(0.1, 10) });
+    const batch = { batch: Array.from({ length: 10 }, (_, i) => ({ type: "track", event: "E", userId: "u", messageId: `m${i}` })) };
+    assert.is((await post("/v1/batch", batch)).status, 200, "the bucket's 10 tokens");
+    const produced = ingest.produced.length;
+    // Not JSON: parsed, it would be 400; the empty bucket answers first.
+    const early = await post("/v1/batch", "{not json");
+    assert.is(early.status, 429);
+    assert.ok(Number(early.headers.get("retry-after")) >= 1);
+    assert.is(ingest.produced.length, produced, "nothing produced");
+    // The workspace of a body-keyed request is known only once its body is read.
+    const unkeyed = (body: string) =>
+      fetch(`${ingest.base}/v1/batch`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    assert.is((await unkeyed("{not json")).status, 400, "read and parsed first: not JSON");
+    const later = await unkeyed(JSON.stringify({ ...batch, writeKey: "wk" }));
+    assert.is(later.status, 429, "and refused once parsed, by the same bucket");
+  },
+);
 
 app.run();

@@ -19,6 +19,17 @@ test("tokens come back at the rate, never above burst", () => {
   assert.equal(buckets.take("ws1", 1, 60_000).ok, false, "but never more than burst");
 });
 
+test("empty: true only below one token, and takes nothing", () => {
+  const buckets = new TokenBuckets(10, 10);
+  assert.ok(buckets.empty("ws1", 0).ok, "a new bucket is full");
+  assert.ok(buckets.take("ws1", 9, 0).ok);
+  for (let i = 0; i < 3; i++) assert.ok(buckets.empty("ws1", 0).ok, "one token left, still there after asking");
+  assert.ok(buckets.take("ws1", 1, 0).ok);
+  assert.equal(buckets.empty("ws1", 0), { ok: false, retryAfterSeconds: 1 });
+  assert.ok(buckets.empty("ws1", 100).ok, "a token back after 100 ms");
+  assert.ok(new TokenBuckets(0, 1).empty("ws1", 0).ok, "no limit");
+});
+
 test("keys are independent", () => {
   const buckets = new TokenBuckets(10, 10);
   assert.ok(buckets.take("noisy", 10, 0).ok);
