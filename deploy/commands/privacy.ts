@@ -136,9 +136,10 @@ type Ends = Map<string, Map<number, number>>;
 /**
  * Publishes the entry (acks=all) as its parts (entryParts: ids of at most half the topic's
  * max.message.bytes, ENTRY_PART_BYTES at most), each in a send of its own (a send is one record
- * batch, which that limit bounds), in order on the topic's one partition, then tombstones for
- * the records of the earlier entry (`earlierKeys`) it has no part for. Returns the end offsets of
- * the events and rejected topics after it.
+ * batch, which that limit bounds), in order on the topic's one partition, then the records of
+ * the earlier entry (`earlierKeys`) it has no part for, emptied of ids. Two requests for one user
+ * must not run at once: their records would interleave. Returns the end offsets of the events and
+ * rejected topics after it.
  */
 async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry, earlierKeys: string[]): Promise<Ends> {
   const producer = createProducer(kafka);
@@ -146,14 +147,10 @@ async function publish(kafka: Kafka, config: SetupConfig, entry: PrivacyEntry, e
   try {
     // Half the topic's limit for the ids leaves room for the rest of the record.
     const limit = await topicMaxMessageBytes(kafka, config.kafka.suppressionsTopic, 2 * ENTRY_PART_BYTES);
-    const parts = entryParts(entry, Math.min(ENTRY_PART_BYTES, Math.floor(limit / 2)));
-    const kept = new Set(parts.map((p) => p.key));
-    const sends = [
-      ...parts.map((p) => [{ key: p.key, value: JSON.stringify(p.entry) }]),
-      earlierKeys.filter((key) => !kept.has(key)).map((key) => ({ key, value: null })),
-    ].filter((messages) => messages.length > 0);
-    for (const messages of sends)
+    for (const part of entryParts(entry, Math.min(ENTRY_PART_BYTES, Math.floor(limit / 2)), earlierKeys)) {
+      const messages = [{ key: part.key, value: JSON.stringify(part.entry) }];
       await sendWhole(producer, { acks: -1, topicMessages: [{ topic: config.kafka.suppressionsTopic, messages }] }, PUBLISH_DEADLINE_MS);
+    }
   } finally {
     await producer.disconnect();
   }

@@ -53,9 +53,16 @@ export const ENTRY_PART_BYTES = 256 * 1024;
 /**
  * An entry as the records of the topic, in order: each a whole PrivacyEntry (the same user and
  * flags) with a share of the ids of at most `maxBytes` of JSON text (one id alone may pass it),
- * keyed partKey(.., 0), partKey(.., 1), ...
+ * keyed partKey(.., 0), partKey(.., 1), ...; then, for each key of `earlierKeys` (the user's
+ * records before this request) that has no part now, a record of the same flags and no ids. Not
+ * a tombstone: a release before parts forgets the user's whole entry on a tombstone of any of
+ * its keys, and it may still run during a rolling update or after a rollback.
  */
-export function entryParts(entry: PrivacyEntry, maxBytes = ENTRY_PART_BYTES): { key: string; entry: PrivacyEntry }[] {
+export function entryParts(
+  entry: PrivacyEntry,
+  maxBytes = ENTRY_PART_BYTES,
+  earlierKeys: readonly string[] = [],
+): { key: string; entry: PrivacyEntry }[] {
   const shares: string[][] = [[]];
   let bytes = 0;
   for (const id of entry.ids) {
@@ -67,7 +74,10 @@ export function entryParts(entry: PrivacyEntry, maxBytes = ENTRY_PART_BYTES): { 
     shares[shares.length - 1]!.push(id);
     bytes += size;
   }
-  return shares.map((ids, part) => ({ key: partKey(entry.workspaceId, entry.userId, part), entry: { ...entry, ids } }));
+  const parts = shares.map((ids, part) => ({ key: partKey(entry.workspaceId, entry.userId, part), entry: { ...entry, ids } }));
+  const kept = new Set(parts.map((p) => p.key));
+  const emptied = earlierKeys.filter((key) => !kept.has(key)).map((key) => ({ key, entry: { ...entry, ids: [] } }));
+  return [...parts, ...emptied];
 }
 
 /** A topic value -> entry; undefined for a value that is not one (a tombstone, another shape). */
