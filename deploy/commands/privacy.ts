@@ -15,15 +15,8 @@ import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import type { SetupConfig } from "../setup/config";
 import { topicMaxMessageBytes } from "../../schemas/kafka/limits";
-import {
-  deletionTargets,
-  ENTRY_PART_BYTES,
-  entryParts,
-  linkedIdsQuery,
-  PrivacyList,
-  type DeletionTarget,
-  type PrivacyEntry,
-} from "../../schemas/privacy/list";
+import { deletionTargets, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
+import { ENTRY_PART_BYTES, entryParts } from "../../schemas/privacy/parts";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import type { Sql } from "../../schemas/clickhouse/client";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";

@@ -1,5 +1,5 @@
 /**
- * The pure side of deleting and suppressing users (schemas/privacy/list.ts): which messages a
+ * The pure side of deleting and suppressing users (schemas/privacy/list.ts, parts.ts): which messages a
  * request drops, the ids of an events row read without parsing it, the topic entry's shape,
  * and the SQL of a deletion. The live side is test/live/privacy.test.ts.
  */
@@ -9,11 +9,8 @@ import { messageRow } from "../../../../schemas/row";
 import type { Message } from "../../../../schemas/messages";
 import {
   deletionTargets,
-  ENTRY_PART_BYTES,
-  entryParts,
   IDS_PER_DELETION,
   entryKey,
-  partKey,
   linkedIdsQuery,
   parseEntry,
   PrivacyList,
@@ -21,6 +18,7 @@ import {
   rowReceivedAt,
   type PrivacyEntry,
 } from "../../../../schemas/privacy/list";
+import { ENTRY_PART_BYTES, entryParts, partKey } from "../../../../schemas/privacy/parts";
 
 const entry = (over: Partial<PrivacyEntry> = {}): PrivacyEntry => ({
   workspaceId: "w",
