@@ -7,14 +7,15 @@ import type { Consumer, EachBatchPayload } from "kafkajs";
 import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { runLoop } from "../../../sink/consumer";
+import { runLoop, type LoopDeps } from "../../../sink/consumer";
 import { decode } from "../../../sink/decode";
 import { sinkMetrics } from "../../../sink/metrics";
 import { consumerStandIn } from "../../support/consumer-stand-in";
 
 const standIn = consumerStandIn;
 
-async function loop(consumer: Consumer) {
+/** The loop over `consumer` with no-op writes, `overrides` replacing any of its deps. */
+async function loop(consumer: Consumer, overrides: Partial<LoopDeps<Buffer>> = {}) {
   return runLoop<Buffer>({
     consumer,
     topic: "events",
@@ -29,6 +30,7 @@ async function loop(consumer: Consumer) {
     retryMaxMs: 20,
     metrics: sinkMetrics(["events"]),
     log: pino({ level: "silent" }),
+    ...overrides,
   });
 }
 
@@ -69,24 +71,14 @@ test("sink_write_failing is 1 while an insert is retried and 0 once it lands", a
   let attempts = 0;
   let open: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (open = resolve));
-  const running = await runLoop<Buffer>({
-    consumer,
-    topic: "events",
-    decode,
+  const running = await loop(consumer, {
     insert: async () => {
       attempts++;
       if (attempts === 1) throw new Error("connect ECONNREFUSED"); // infrastructure: retried
       await gate;
     },
-    probe: async () => {},
-    sendDeadLetters: async () => {},
     batchRecords: 1,
-    batchBytes: 1e6,
-    batchWaitMs: 1000,
-    retryMinMs: 5,
-    retryMaxMs: 20,
     metrics,
-    log: pino({ level: "silent" }),
   });
   const failing = async () => (await metrics.registry.getSingleMetric("sink_write_failing")!.get()).values.map((v) => v.value);
   try {
