@@ -1,11 +1,21 @@
 /**
- * RETENTION_DAYS on 18.16 (no TTL there): the sink drops, hourly, each events partition (a month)
- * wholly older than the retention; `npm run cli -- retention` runs the same drop once. Current
- * ClickHouse applies the TTL setup sets instead. Throws if ClickHouse is unreachable.
+ * The sink's hourly steps on the events partitions (months). RETENTION_DAYS on 18.16 (no TTL
+ * there): each partition wholly older than the retention is dropped; `npm run cli -- retention`
+ * runs the same drop once (current ClickHouse applies the TTL setup sets instead). On both
+ * engines: a closed month is merged into one part (closedMonthToMerge). Throws if ClickHouse is
+ * unreachable or refuses.
  */
 import { type ClickHouseConfig } from "../schemas/config";
-import { partitionsQuery, partitionsToDrop, dropPartitionDdl } from "../schemas/clickhouse/partitions";
-import { Sql } from "../schemas/clickhouse/client";
+import {
+  closedMonthToMerge,
+  dropPartitionDdl,
+  mergeMonthDdl,
+  monthPartsQuery,
+  partitionsQuery,
+  partitionsToDrop,
+  type MonthParts,
+} from "../schemas/clickhouse/partitions";
+import { type Sql } from "../schemas/clickhouse/client";
 
 /**
  * Drops the events table's partitions (months) that lie wholly before today - retentionDays;
@@ -21,4 +31,27 @@ export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, 
   const expired = partitionsToDrop(ids, today, config.retentionDays);
   for (const id of expired) await sql.command(dropPartitionDdl(database, table, id, cluster));
   return expired;
+}
+
+/**
+ * Merges the closed month closedMonthToMerge picks, if any, leaving out `skip` (months this sink
+ * tried lately: an OPTIMIZE that could not merge, e.g. short of disk, ends without an error, and
+ * the month would be picked every time), into one part, so FINAL reads it without merging rows;
+ * returns its id (YYYYMM) or undefined. One month a call: the OPTIMIZE waits for the merge on one
+ * server (on a replicated cluster the sink's client only queues it). `thisMonth` is the current
+ * UTC month, YYYYMM; `recentSeconds` what counts as a recent part (CLOSED_PARTITION_AGE_SECONDS
+ * unless a test or benchmark says). Throws on ClickHouse errors (a user without OPTIMIZE).
+ */
+export async function mergeClosedMonth(
+  sql: Sql,
+  config: ClickHouseConfig,
+  thisMonth: string,
+  skip?: ReadonlySet<string>,
+  recentSeconds?: number,
+): Promise<string | undefined> {
+  const { database, table, cluster } = config;
+  const id = closedMonthToMerge(await sql.rows<MonthParts>(monthPartsQuery(database, table, cluster, recentSeconds)), thisMonth, skip);
+  if (id === undefined) return undefined;
+  await sql.command(mergeMonthDdl(database, table, id, cluster));
+  return id;
 }

@@ -32,7 +32,7 @@ import {
   addColumnsDdl,
   retypeColumnsDdl,
 } from "../../schemas/clickhouse/events";
-import { closedPartitionMergeDdl, FORCE_MERGE_SETTINGS_QUERY } from "../../schemas/clickhouse/partitions";
+import { forcedMergeResetDdl } from "../../schemas/clickhouse/partitions";
 import { viewsDdl, USERS_TABLE, feeds } from "../../schemas/clickhouse/analyst";
 import { catalogFeed, catalogViewsDdl } from "../../schemas/clickhouse/catalog";
 import { Sql, serverPartitionsPerInsert, serverVersion } from "../../schemas/clickhouse/client";
@@ -51,8 +51,8 @@ const LAYOUT_STEP = "events: time-ordered layout";
 /**
  * Creates or migrates the database, the events table, `rejected_messages`, the per-type views,
  * `users` and `identities` with their materialized views (backfilled from events once), and
- * applies RETENTION_DAYS as a TTL and the merging of closed partitions (closedPartitionMergeDdl) on
- * current ClickHouse. Checks every reserved name first and
+ * applies RETENTION_DAYS as a TTL on current ClickHouse, where it also turns off the forced merge
+ * of closed months that earlier releases set (forcedMergeResetDdl). Checks every reserved name first and
  * refuses, naming all conflicts, so a user's own `users` table is never dropped.
  */
 export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<MigrationResult> {
@@ -74,11 +74,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   const [events] = await tablesNamed(sql, database, [storageName(table, cluster)]);
   for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays, cluster))
     await sql.command(query);
-  if (dialect === "current") {
-    const settings = new Set((await sql.rows<{ name: string }>(FORCE_MERGE_SETTINGS_QUERY)).map((r) => r.name));
-    for (const query of closedPartitionMergeDdl(dialect, database, table, events?.create_table_query ?? "", settings, cluster))
-      await sql.command(query);
-  }
+  for (const query of forcedMergeResetDdl(dialect, database, table, events?.create_table_query ?? "", cluster)) await sql.command(query);
   for (const query of rejectedTableDdl(dialect, database, cluster)) await sql.command(query);
   for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);

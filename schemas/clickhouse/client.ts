@@ -14,6 +14,8 @@ export interface ClientOptions {
   useDatabase?: boolean;
   /** How long one request may take, ms (the client's default is 30 s; ON CLUSTER DDL needs more). */
   requestTimeoutMs?: number;
+  /** Settings sent with every request, beside the cluster's (clusterSettings). */
+  settings?: Record<string, string | number>;
 }
 
 /**
@@ -27,7 +29,7 @@ export function createClickHouse(config: ClickHouseConfig, options: ClientOption
     password: config.password,
     ...(options.useDatabase ? { database: config.database } : {}),
     ...(options.requestTimeoutMs === undefined ? {} : { request_timeout: options.requestTimeoutMs }),
-    clickhouse_settings: clusterSettings(config.cluster),
+    clickhouse_settings: { ...clusterSettings(config.cluster), ...options.settings },
   });
 }
 

@@ -1,48 +1,106 @@
 /**
- * The events table's partitions (months of `event_date`): which ones retention drops, how closed
- * ones are merged down on current ClickHouse, and how many one insert may touch.
+ * The events table's partitions (months of `event_date`): which ones retention drops, which closed
+ * one the sink merges next, and how many one insert may touch.
  */
 import { Dialect, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
 /**
- * How long a partition of events must receive no new part before current ClickHouse merges it
- * down (a closed month once its late events stop), s. Reads with FINAL merge overlapping parts
- * row by row (2.2 s at 20M events when every month held several; 0.11 s once each was one part,
- * docs/PERFORMANCE.md): a closed month in one part costs FINAL nothing. The cost: a month that
- * receives a late event is rewritten once more a day later.
+ * How recent a part counts as still arriving, for the merging of closed months, s: a closed month
+ * (a partition before the current UTC month) is quiet once its parts of the last day hold under
+ * QUIET_SHARE of its bytes (closedMonthToMerge).
  */
 export const CLOSED_PARTITION_AGE_SECONDS = 86_400;
 
-/** Which of the merge-tree settings closedPartitionMergeDdl may use the server has (column `name`; current ClickHouse). */
-export const FORCE_MERGE_SETTINGS_QUERY =
-  "SELECT name FROM system.merge_tree_settings WHERE name IN ('min_partition_age_to_force_merge_seconds', 'min_age_to_force_merge_on_partition_only')";
+/**
+ * The share of a closed month's bytes its parts of the last CLOSED_PARTITION_AGE_SECONDS may hold
+ * for it to count as quiet (0.01): its late events have about stopped. A share, not "no new part":
+ * one event a day dated in a month would otherwise keep it from ever being merged.
+ */
+export const QUIET_SHARE = 0.01;
 
 /**
- * The statement that makes current ClickHouse merge closed events partitions by itself
- * (CLOSED_PARTITION_AGE_SECONDS), given the server's answer to FORCE_MERGE_SETTINGS_QUERY and
- * the table's stored CREATE query: `min_partition_age_to_force_merge_seconds` where the server
- * has it (a partition too big for one merge is merged in rounds), else
- * `min_age_to_force_merge_seconds` with `min_age_to_force_merge_on_partition_only` (ClickHouse
- * 22.10+); none when the table already names either setting (an operator's value, 0 for off,
- * stays), on 18.16, or on a server with neither.
+ * The share of a closed month's bytes its largest part holds once the month counts as merged
+ * (0.9). The sink merges a month below it, so a month is merged once after it closes, and late
+ * events (small parts) bring it below again only by adding about a ninth of its bytes: what a
+ * writeKey can make ClickHouse rewrite stays about ten times what it sends (on a cluster, a month
+ * is merged only when every shard holding it is due, so aiming rows at one shard does not rewrite
+ * the others). ClickHouse's own forced merge, setup's choice before, rewrote a month for one late
+ * event: one event a day in each closed month rewrote nearly the whole table daily. Small late
+ * parts cost current ClickHouse's FINAL little: it merges only the key ranges parts share (a month
+ * of 3M rows, FINAL count: 0.066 s in one part, 0.105 s with 10 one-row late parts beside it,
+ * 0.390 s in six parts; chdb 26.9, docs/PERFORMANCE.md).
  */
-export function closedPartitionMergeDdl(
-  dialect: Dialect,
-  database: string,
-  table: string,
-  createQuery: string,
-  serverSettings: ReadonlySet<string>,
-  cluster?: string,
-): string[] {
-  if (dialect !== "current" || /\bmin_(partition_)?age_to_force_merge_seconds\b/.test(createQuery)) return [];
+export const MERGED_SHARE = 0.9;
+
+/**
+ * Per active partition of the events table (per shard on a cluster: one replica of each answers):
+ * `id`, `host`, `parts`, `bytes` (on disk), `largest` (bytes of its largest part) and `recent`
+ * (bytes of its parts younger than `recentSeconds`, CLOSED_PARTITION_AGE_SECONDS unless a test
+ * says), for closedMonthToMerge.
+ */
+export function monthPartsQuery(database: string, table: string, cluster?: string, recentSeconds = CLOSED_PARTITION_AGE_SECONDS): string {
+  const parts = cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
+  return `SELECT partition_id AS id, hostName() AS host, count() AS parts, sum(bytes_on_disk) AS bytes,
+  max(bytes_on_disk) AS largest, sumIf(bytes_on_disk, modification_time > now() - ${Math.trunc(recentSeconds)}) AS recent
+FROM ${parts}
+WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(table, cluster))} AND active
+GROUP BY host, id ORDER BY id`;
+}
+
+/** One row of monthPartsQuery (UInt64 figures come as strings in JSONEachRow). */
+export interface MonthParts {
+  id: string;
+  host: string;
+  parts: number | string;
+  bytes: number | string;
+  largest: number | string;
+  recent: number | string;
+}
+
+/**
+ * The closed month the sink merges next, or undefined: of the months before `thisMonth` (YYYYMM,
+ * UTC) and not in `skip`, those due on every shard that holds them (more than one part, quiet by
+ * QUIET_SHARE, largest part under MERGED_SHARE of the bytes), the newest (the most read). Pure.
+ */
+export function closedMonthToMerge(
+  rows: readonly MonthParts[],
+  thisMonth: string,
+  skip: ReadonlySet<string> = new Set(),
+): string | undefined {
+  const due = (r: MonthParts) =>
+    Number(r.parts) > 1 && Number(r.recent) < QUIET_SHARE * Number(r.bytes) && Number(r.largest) < MERGED_SHARE * Number(r.bytes);
+  const months = new Map<string, boolean>();
+  for (const r of rows) {
+    if (!/^\d{6}$/.test(r.id) || r.id >= thisMonth || skip.has(r.id)) continue;
+    months.set(r.id, (months.get(r.id) ?? true) && due(r));
+  }
+  return [...months]
+    .filter(([, ok]) => ok)
+    .map(([id]) => id)
+    .sort()
+    .at(-1);
+}
+
+/**
+ * `OPTIMIZE TABLE ... PARTITION <id> FINAL` for one month (YYYYMM): its parts merged into one; on
+ * a cluster of `<table>_local` ON CLUSTER (every shard). Throws on another id shape.
+ */
+export function mergeMonthDdl(database: string, table: string, id: string, cluster?: string): string {
+  if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
+  return `OPTIMIZE TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} PARTITION ${id} FINAL`;
+}
+
+/**
+ * The statements that turn off the forced merge of closed months that setup of earlier releases
+ * set on the events table (its value, 86400, in the table's stored CREATE query): the sink merges
+ * closed months now (closedMonthToMerge). Another value is an operator's and stays. None on 18.16.
+ */
+export function forcedMergeResetDdl(dialect: Dialect, database: string, table: string, createQuery: string, cluster?: string): string[] {
+  if (dialect !== "current") return [];
   const name = `${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)}`;
-  if (serverSettings.has("min_partition_age_to_force_merge_seconds"))
-    return [`ALTER TABLE ${name} MODIFY SETTING min_partition_age_to_force_merge_seconds = ${CLOSED_PARTITION_AGE_SECONDS}`];
-  if (serverSettings.has("min_age_to_force_merge_on_partition_only"))
-    return [
-      `ALTER TABLE ${name} MODIFY SETTING min_age_to_force_merge_seconds = ${CLOSED_PARTITION_AGE_SECONDS}, min_age_to_force_merge_on_partition_only = 1`,
-    ];
-  return [];
+  return ["min_partition_age_to_force_merge_seconds", "min_age_to_force_merge_seconds"]
+    .filter((setting) => new RegExp(`\\b${setting} = ${CLOSED_PARTITION_AGE_SECONDS}\\b`).test(createQuery))
+    .map((setting) => `ALTER TABLE ${name} MODIFY SETTING ${setting} = 0`);
 }
 
 /**

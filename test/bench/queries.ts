@@ -20,7 +20,7 @@ import { insertSql, plan, type Plan } from "./query-data";
 import { Chdb } from "../support/chdb";
 import { propertyQueries, readmeQueries } from "../support/queries-doc";
 import { materializeKey } from "../../deploy/commands/properties";
-import { CLOSED_PARTITION_AGE_SECONDS } from "../../schemas/clickhouse/partitions";
+import { mergeClosedMonth } from "../../sink/retention";
 
 const OLD_DB = "bench_queries_old";
 /** The keys the property queries of docs/QUERIES.md read, materialized from properties with these types. */
@@ -278,9 +278,8 @@ async function benchEngine(label: string, engine: Engine, p: Plan, notes: string
 
 /**
  * What FINAL costs the property queries (current ClickHouse): each is timed without FINAL (the
- * floor), then again once ClickHouse merged every closed month into one part by itself, as setup's
- * setting does a day after a month's last late event (partitions.ts closedPartitionMergeDdl): the
- * age is shortened to 5 s here while the open month keeps getting a part a second (a live sink).
+ * floor), then again once every closed month is merged into one part, as the sink does a day after
+ * a month's last late event (sink/retention.ts mergeClosedMonth, here without the day's wait).
  * Figures go to the notes.
  */
 async function finalWhenMerged(engine: Engine, notes: string[]): Promise<void> {
@@ -294,30 +293,35 @@ async function finalWhenMerged(engine: Engine, notes: string[]): Promise<void> {
     if (unfinal === q.sql) throw new Error(`${q.name}: no "FROM events FINAL" to time without FINAL`);
     notes.push(`current, ${q.name}: without FINAL ${(await timed(sql, unfinal)).seconds.toFixed(3)} s (parts per month: ${shown(before)})`);
   }
-  const table = `${quoteIdent(NEW_DB)}.events`;
-  const [setting] = await sql.rows<{ q: string }>(
-    `SELECT create_table_query AS q FROM system.tables WHERE database = ${quoteString(NEW_DB)} AND name = 'events'`,
-  );
-  const name = /\b(min_partition_age_to_force_merge_seconds|min_age_to_force_merge_seconds) = \d+/.exec(setting?.q ?? "")?.[1];
-  if (name === undefined) throw new Error("setup did not set the merging of closed months on the events table");
+  // The sink's hourly step, run until it finds no closed month to merge (not waiting a day for quiet).
   const open = String(Math.max(...before.map((r) => Number(r.partition))));
-  await sql.command(`ALTER TABLE ${table} MODIFY SETTING ${name} = 5`);
   const started = performance.now();
-  let now = before;
-  for (let i = 0; performance.now() - started < 20 * 60_000; i++) {
-    await sql.command(
-      `INSERT INTO ${table} (workspace_id, message_id, type, timestamp, received_at) SELECT 'ws1', 'feed-${i}', 'screen', now(), now()`,
-    );
-    now = await parts();
-    if (now.every((r) => r.partition === open || r.n === 1)) break;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  await sql.command(`ALTER TABLE ${table} MODIFY SETTING ${name} = ${CLOSED_PARTITION_AGE_SECONDS}`);
+  const config = { url: "", username: "", password: "", database: NEW_DB, table: "events" };
+  const done = new Set<string>();
+  for (
+    let id = await mergeClosedMonth(sql, config, open, done, 0);
+    id !== undefined;
+    id = await mergeClosedMonth(sql, config, open, done, 0)
+  )
+    done.add(id);
   await settle(sql);
-  now = await parts();
-  const merged = `closed months merged by ClickHouse in ${((performance.now() - started) / 1000).toFixed(0)} s; parts per month: ${shown(now)}`;
+  const now = await parts();
+  const merged = `closed months merged by the sink's step in ${((performance.now() - started) / 1000).toFixed(0)} s; parts per month: ${shown(now)}`;
   for (const q of propertyQueries())
     notes.push(`current, ${q.name}: with FINAL, closed months merged ${(await timed(sql, q.sql)).seconds.toFixed(3)} s (${merged})`);
+  // Late events after the merge: ten one-row parts in each closed month, which the sink leaves
+  // beside the merged part (under a tenth of the month's rows).
+  const closed = now.filter((r) => r.partition !== open);
+  for (const { partition } of closed)
+    for (let i = 0; i < 10; i++) {
+      const day = `${partition.slice(0, 4)}-${partition.slice(4, 6)}-${String(1 + i * 2).padStart(2, "0")}`;
+      await sql.command(
+        `INSERT INTO ${quoteIdent(NEW_DB)}.events (workspace_id, message_id, type, timestamp, original_timestamp, received_at) SELECT 'ws${i}', 'late-${partition}-${i}', 'track', toDateTime64('${day} 12:00:00', 3, 'UTC'), toDateTime64('${day} 12:00:00', 3, 'UTC'), now()`,
+      );
+    }
+  const late = `then 10 one-row late parts in each closed month; parts per month: ${shown(await parts())}`;
+  for (const q of propertyQueries())
+    notes.push(`current, ${q.name}: with FINAL, merged months with late parts ${(await timed(sql, q.sql)).seconds.toFixed(3)} s (${late})`);
 }
 
 /** Where two answers part, or undefined when equal: the row counts, or the first differing row. */

@@ -8,8 +8,9 @@
  * retried for ever; a poison row becomes a dead letter and the rest land; the probe tells a
  * table that takes inserts from one that does not; the ends of the storable time range are
  * stored as sent; the migration's copy of a table holding 150 months succeeds; a deletion's
- * mutations run and leave every row of the users a planted link names; current ClickHouse merges a
- * month that no longer gets parts into one (setup's setting); setup makes `event` LowCardinality
+ * mutations run and leave every row of the users a planted link names; the sink merges a closed
+ * month that no longer gets parts into one, once (late one-row parts leave it), and setup turns off
+ * the forced merge of earlier releases on current ClickHouse; setup makes `event` LowCardinality
  * there in a table of an earlier release.
  */
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
@@ -26,7 +27,7 @@ import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
 import { Flusher } from "../../sink/flush";
 import { clientSql, serverPartitionsPerInsert, type Sql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
-import { CLOSED_PARTITION_AGE_SECONDS } from "../../schemas/clickhouse/partitions";
+import { mergeClosedMonth } from "../../sink/retention";
 import { eventLineMonth, partitionChunks } from "../../sink/partitions";
 import {
   classifyInsertError,
@@ -316,42 +317,75 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     },
   );
 
-  s("closed months: current ClickHouse merges one that gets no new part into one part by itself; 18.16 has no such setting", async () => {
-    await migrate(engine.sql, scratch(db("closed")));
-    const created = async () =>
-      (
-        await engine.sql.rows<{ q: string }>(
-          `SELECT create_table_query AS q FROM system.tables WHERE database = '${db("closed")}' AND name = 'events'`,
-        )
-      )[0]!.q;
-    if (engine.dialect === "legacy") {
-      assert.not.match(await created(), /force_merge/);
-      return;
-    }
-    assert.match(await created(), new RegExp(`min_partition_age_to_force_merge_seconds = ${CLOSED_PARTITION_AGE_SECONDS}\\b`));
-    // An operator's value stays: setup runs at every start.
-    await engine.sql.command(`ALTER TABLE ${events("closed")} MODIFY SETTING min_partition_age_to_force_merge_seconds = 2`);
-    await migrate(engine.sql, scratch(db("closed")));
-    assert.match(await created(), /min_partition_age_to_force_merge_seconds = 2\b/);
-    const insert = engine.insertLines(events("closed"));
-    for (let i = 0; i < 3; i++) await insert(lines([`2026-09-1${i}T12:00:00.000Z`], "2026-11-24T10:00:00.000Z", `old${i}-`));
-    const parts = async () =>
-      engine.sql.rows<{ partition: string; n: string | number }>(
-        `SELECT partition, count() AS n FROM system.parts WHERE database = '${db("closed")}' AND table = 'events' AND active GROUP BY partition ORDER BY partition`,
-      );
-    let seen: { partition: string; n: string | number }[] = [];
-    // The open month gets a part every 500 ms (a live sink): its youngest part stays younger than 2 s.
-    for (let i = 0; i < 120; i++) {
-      const now = new Date().toISOString();
-      await insert(lines([now], now, `new${i}-`));
-      seen = await parts();
-      if (seen.some((p) => p.partition === "202609" && Number(p.n) === 1)) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    const closed = seen.find((p) => p.partition === "202609");
-    assert.is(Number(closed?.n), 1, `the closed month in one part within 60 s: ${JSON.stringify(seen)}`);
-    assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events("closed")} FINAL WHERE event_date < '2026-10-01'`), 3);
-  });
+  s(
+    "closed months: the sink merges a quiet one in several parts into one, once; a late one-row part leaves it; setup turns off the forced merge earlier releases set",
+    async () => {
+      const config = scratch(db("closed"));
+      await migrate(engine.sql, config);
+      const insert = engine.insertLines(events("closed"));
+      const september = (n: number, prefix: string) =>
+        lines(
+          Array.from({ length: n }, (_, i) => `2026-09-${String(1 + (i % 28)).padStart(2, "0")}T12:00:00.000Z`),
+          undefined,
+          prefix,
+        );
+      // ClickHouse's own merges held while the parts are counted (tiny parts merge after about 10 s);
+      // let go for each merge the step runs (OPTIMIZE is cancelled while they are held).
+      const merges = (verb: "STOP" | "START") => engine.sql.command(`SYSTEM ${verb} MERGES ${events("closed")}`);
+      await merges("STOP");
+      await insert(september(20_000, "a"));
+      await insert(september(20_000, "b"));
+      await insert(september(3, "c"));
+      await insert(lines(["2026-11-20T12:00:00.000Z"], undefined, "open1-"));
+      await insert(lines(["2026-11-21T12:00:00.000Z"], undefined, "open2-"));
+      const parts = async () =>
+        Object.fromEntries(
+          (
+            await engine.sql.rows<{ partition: string; n: string | number }>(
+              `SELECT partition, count() AS n FROM system.parts WHERE database = '${db("closed")}' AND table = 'events' AND active GROUP BY partition`,
+            )
+          ).map((r) => [r.partition, Number(r.n)]),
+        );
+      /** Runs the step with merges let go, then waits for the month to be one part (18.16: a background merge may have taken the parts first). */
+      const merge = async () => {
+        await merges("START");
+        const id = await mergeClosedMonth(engine.sql, config, "202611", undefined, 0);
+        for (let i = 0; i < 60 && (await parts())["202609"] !== 1; i++) await new Promise((r) => setTimeout(r, 500));
+        await merges("STOP");
+        return id;
+      };
+      assert.equal(await parts(), { "202609": 3, "202611": 2 });
+      // Parts written just now: the month is still arriving.
+      assert.is(await mergeClosedMonth(engine.sql, config, "202611"), undefined);
+      assert.is(await merge(), "202609", "the closed month merged, not the open one");
+      assert.is((await parts())["202609"], 1, "the closed month in one part");
+      assert.is(await mergeClosedMonth(engine.sql, config, "202611", undefined, 0), undefined, "nothing more to merge");
+      // A late event: its one-row part stays beside the month's part; a month's worth more: merged.
+      await insert(lines(["2026-09-15T08:00:00.000Z"], undefined, "late-"));
+      assert.is((await parts())["202609"], 2);
+      assert.is(await mergeClosedMonth(engine.sql, config, "202611", undefined, 0), undefined);
+      await insert(september(20_000, "d"));
+      assert.is(await mergeClosedMonth(engine.sql, config, "202611", new Set(["202609"]), 0), undefined, "a month tried lately is left");
+      assert.is(await merge(), "202609");
+      assert.is((await parts())["202609"], 1);
+      assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events("closed")} FINAL WHERE event_date < '2026-10-01'`), 60_004);
+
+      const created = async () =>
+        (
+          await engine.sql.rows<{ q: string }>(
+            `SELECT create_table_query AS q FROM system.tables WHERE database = '${db("closed")}' AND name = 'events'`,
+          )
+        )[0]!.q;
+      if (engine.dialect === "legacy") return assert.not.match(await created(), /force_merge/);
+      // A table of an earlier release: its forced merge turned off; an operator's value stays.
+      await engine.sql.command(`ALTER TABLE ${events("closed")} MODIFY SETTING min_partition_age_to_force_merge_seconds = 86400`);
+      await migrate(engine.sql, config);
+      assert.match(await created(), /min_partition_age_to_force_merge_seconds = 0\b/);
+      await engine.sql.command(`ALTER TABLE ${events("closed")} MODIFY SETTING min_partition_age_to_force_merge_seconds = 3600`);
+      await migrate(engine.sql, config);
+      assert.match(await created(), /min_partition_age_to_force_merge_seconds = 3600\b/);
+    },
+  );
 
   s.run();
 }
