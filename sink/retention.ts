@@ -8,6 +8,7 @@
 import { type ClickHouseConfig } from "../schemas/config";
 import {
   closedMonthToMerge,
+  clusterMergeSupported,
   dropPartitionDdl,
   mergeMonthDdl,
   monthPartsQuery,
@@ -15,7 +16,7 @@ import {
   partitionsToDrop,
   type MonthParts,
 } from "../schemas/clickhouse/partitions";
-import { type Sql } from "../schemas/clickhouse/client";
+import { serverVersion, type Sql } from "../schemas/clickhouse/client";
 
 /**
  * Drops the events table's partitions (months) that lie wholly before today - retentionDays;
@@ -40,7 +41,9 @@ export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, 
  * returns its id (YYYYMM) or undefined. One month a call: the OPTIMIZE waits for the merge on one
  * server (on a replicated cluster the sink's client only queues it). `thisMonth` is the current
  * UTC month, YYYYMM; `recentSeconds` what counts as a recent part (CLOSED_PARTITION_AGE_SECONDS
- * unless a test or benchmark says). Throws on ClickHouse errors (a user without OPTIMIZE).
+ * unless a test or benchmark says). On a cluster of ClickHouse before 22.4 (18.16) it does nothing
+ * (clusterMergeSupported): there an operator merges by hand. Throws on ClickHouse errors (a user
+ * without OPTIMIZE).
  */
 export async function mergeClosedMonth(
   sql: Sql,
@@ -50,6 +53,7 @@ export async function mergeClosedMonth(
   recentSeconds?: number,
 ): Promise<string | undefined> {
   const { database, table, cluster } = config;
+  if (cluster !== undefined && !clusterMergeSupported(await serverVersion(sql))) return undefined;
   const id = closedMonthToMerge(await sql.rows<MonthParts>(monthPartsQuery(database, table, cluster, recentSeconds)), thisMonth, skip);
   if (id === undefined) return undefined;
   await sql.command(mergeMonthDdl(database, table, id, cluster));

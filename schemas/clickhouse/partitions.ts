@@ -23,8 +23,8 @@ export const QUIET_SHARE = 0.01;
  * (0.9). The sink merges a month below it, so a month is merged once after it closes, and late
  * events (small parts) bring it below again only by adding about a ninth of its bytes: what a
  * writeKey can make ClickHouse rewrite stays about ten times what it sends (on a cluster, a month
- * is merged only when every shard holding it is due, so aiming rows at one shard does not rewrite
- * the others). ClickHouse's own forced merge, setup's choice before, rewrote a month for one late
+ * is merged only when no shard holding it is between merged and due, so aiming rows at one shard
+ * does not rewrite the others). ClickHouse's own forced merge, setup's choice before, rewrote a month for one late
  * event: one event a day in each closed month rewrote nearly the whole table daily. Small late
  * parts cost current ClickHouse's FINAL little: it merges only the key ranges parts share (a month
  * of 3M rows, FINAL count: 0.066 s in one part, 0.105 s with 10 one-row late parts beside it,
@@ -59,8 +59,10 @@ export interface MonthParts {
 
 /**
  * The closed month the sink merges next, or undefined: of the months before `thisMonth` (YYYYMM,
- * UTC) and not in `skip`, those due on every shard that holds them (more than one part, quiet by
- * QUIET_SHARE, largest part under MERGED_SHARE of the bytes), the newest (the most read). Pure.
+ * UTC) and not in `skip`, those due on some shard (more than one part, quiet by QUIET_SHARE,
+ * largest part under MERGED_SHARE of the bytes) and due or in one part on every other shard that
+ * holds them (a shard whose share is one part does not hold a month back, and is not rewritten:
+ * mergeMonthDdl), the newest (the most read). Pure.
  */
 export function closedMonthToMerge(
   rows: readonly MonthParts[],
@@ -69,13 +71,16 @@ export function closedMonthToMerge(
 ): string | undefined {
   const due = (r: MonthParts) =>
     Number(r.parts) > 1 && Number(r.recent) < QUIET_SHARE * Number(r.bytes) && Number(r.largest) < MERGED_SHARE * Number(r.bytes);
-  const months = new Map<string, boolean>();
+  const months = new Map<string, { blocked: boolean; due: boolean }>();
   for (const r of rows) {
     if (!/^\d{6}$/.test(r.id) || r.id >= thisMonth || skip.has(r.id)) continue;
-    months.set(r.id, (months.get(r.id) ?? true) && due(r));
+    const month = months.get(r.id) ?? { blocked: false, due: false };
+    if (due(r)) month.due = true;
+    else if (Number(r.parts) > 1) month.blocked = true;
+    months.set(r.id, month);
   }
   return [...months]
-    .filter(([, ok]) => ok)
+    .filter(([, m]) => m.due && !m.blocked)
     .map(([id]) => id)
     .sort()
     .at(-1);
@@ -83,11 +88,25 @@ export function closedMonthToMerge(
 
 /**
  * `OPTIMIZE TABLE ... PARTITION <id> FINAL` for one month (YYYYMM): its parts merged into one; on
- * a cluster of `<table>_local` ON CLUSTER (every shard). Throws on another id shape.
+ * a cluster of `<table>_local` ON CLUSTER (every shard), skipping a shard whose month is one part
+ * already (`optimize_skip_merged_partitions`, current ClickHouse: the sink runs it on a cluster
+ * only there, mergeClosedMonth). Throws on another id shape.
  */
 export function mergeMonthDdl(database: string, table: string, id: string, cluster?: string): string {
   if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
-  return `OPTIMIZE TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} PARTITION ${id} FINAL`;
+  const skip = cluster === undefined ? "" : " SETTINGS optimize_skip_merged_partitions = 1";
+  return `OPTIMIZE TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} PARTITION ${id} FINAL${skip}`;
+}
+
+/**
+ * Whether a server of `version` passes a query's settings on to the other servers of an ON
+ * CLUSTER statement (ClickHouse 22.4 and later), so the sink's OPTIMIZE ... ON CLUSTER only queues
+ * the merge (`replication_alter_partitions_sync = 0`) instead of holding every server's DDL queue
+ * for it. Pure.
+ */
+export function clusterMergeSupported(version: string): boolean {
+  const [major, minor] = version.split(".").map((n) => Number.parseInt(n, 10));
+  return major !== undefined && minor !== undefined && (major > 22 || (major === 22 && minor >= 4));
 }
 
 /**

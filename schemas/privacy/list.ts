@@ -205,8 +205,32 @@ export interface DeletionTarget {
   mutation: string;
 }
 
-/** Linked ids per deletion statement: each statement stays far below max_query_size (262,144 bytes by default) for ids of up to 200 characters. */
-export const IDS_PER_DELETION = 200;
+/**
+ * The most bytes of id text one deletion statement carries (its id list, or its refused-item
+ * matches), so with the rest of it the statement stays under max_query_size (262,144 bytes by
+ * default, both engines). Counted in bytes, not ids: an id of 200 control characters is 1,200
+ * bytes in a match (`\u0001` each), and 200 such ids made a 564 KB statement ClickHouse refused.
+ */
+export const DELETION_IDS_BYTES = 200_000;
+
+/** The most ids one deletion statement carries, for max_ast_elements (50,000 by default): a refused-item statement costs about 14 elements an id. */
+export const IDS_PER_DELETION = 2_000;
+
+/** `ids` in order, in groups of at most IDS_PER_DELETION whose `cost`s (bytes) add up to at most DELETION_IDS_BYTES. Pure. */
+function packed(ids: readonly string[], cost: (id: string) => number): string[][] {
+  const groups: string[][] = [];
+  let bytes = Number.POSITIVE_INFINITY;
+  for (const id of ids) {
+    const c = cost(id);
+    if (bytes + c > DELETION_IDS_BYTES || groups.at(-1)!.length >= IDS_PER_DELETION) {
+      groups.push([]);
+      bytes = 0;
+    }
+    groups.at(-1)!.push(id);
+    bytes += c;
+  }
+  return groups;
+}
 
 /**
  * What `users delete` removes, by the identity rules (docs/API.md): events received up to
@@ -215,7 +239,8 @@ export const IDS_PER_DELETION = 200;
  * linked ids (never another user's identified rows, whatever ids were linked); the user's `users`
  * and `identities` rows (by userId only); refused items naming the userId as userId, or without
  * a userId naming an id as anonymousId or previousId (their raw JSON). The linked ids are spread
- * over statements of at most IDS_PER_DELETION each, so any number of them can be deleted.
+ * over statements of at most DELETION_IDS_BYTES of id text and IDS_PER_DELETION ids each, so any
+ * number of them, of any characters, can be deleted.
  * Events received after the request stay unless the user is suppressed. On a `cluster` the counts
  * read the Distributed tables and the mutations alter each shard's Replicated `_local` table ON
  * CLUSTER (one replica of a shard runs it, ZooKeeper hands it to the others).
@@ -232,11 +257,13 @@ export function deletionTargets(
   const w = `workspace_id = ${quoteString(workspaceId)}`;
   const u = quoteString(userId);
   const anonymous = [userId, ...linkedIds.filter((id) => id !== userId)];
-  const chunks: string[][] = [];
-  for (let at = 0; at < anonymous.length; at += IDS_PER_DELETION) chunks.push(anonymous.slice(at, at + IDS_PER_DELETION));
   const received = `received_at <= toDateTime(${Math.ceil(before)})`;
   const named = (key: string, id: string) => `position(raw, ${quoteString(`"${key}":${JSON.stringify(id)}`)}) > 0`;
+  const matches = (id: string) => [named("anonymousId", id), named("previousId", id)];
   const withoutUserId = `position(raw, '"userId":"') = 0`;
+  const bytes = (text: string) => Buffer.byteLength(text) + 4; // with the separator
+  const chunks = packed(anonymous, (id) => bytes(quoteString(id)));
+  const rejectedChunks = packed(anonymous, (id) => matches(id).reduce((n, m) => n + bytes(m), 0));
   const targets: [string, string][] = [
     ...chunks.map((ids, i): [string, string] => {
       const list = `(${ids.map(quoteString).join(", ")})`;
@@ -244,8 +271,8 @@ export function deletionTargets(
     }),
     [USERS_TABLE, `${w} AND user_id = ${u}`],
     [IDENTITIES_TABLE, `${w} AND user_id = ${u}`],
-    ...chunks.map((ids, i): [string, string] => {
-      const anonymousMatch = ids.flatMap((id) => [named("anonymousId", id), named("previousId", id)]).join(" OR ");
+    ...rejectedChunks.map((ids, i): [string, string] => {
+      const anonymousMatch = ids.flatMap(matches).join(" OR ");
       return [REJECTED_TABLE, `${w} AND (${i === 0 ? `${named("userId", userId)} OR ` : ""}(${withoutUserId} AND (${anonymousMatch})))`];
     }),
   ];

@@ -20,7 +20,7 @@ import { unpartitionedEventsTableDdl } from "../../schemas/clickhouse/events";
 import { type Dialect } from "../../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
-import { deletionTargets, linkedIdsQuery } from "../../schemas/privacy/list";
+import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/list";
 import { auditInsert } from "../../deploy/commands/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
@@ -105,6 +105,37 @@ function flusherFor(engine: Engine, table: string, maxPartitions?: number) {
 }
 
 const count = async (sql: Sql, query: string) => Number((await sql.rows<{ n: string | number }>(query))[0]?.n);
+
+/** An events-topic value (messageRow) of message `m` in workspace ws1, received and timed at `at`. */
+const eventLine = (m: Record<string, unknown>, at: string) =>
+  Buffer.from(
+    JSON.stringify(
+      messageRow(m as unknown as Message, {
+        workspaceId: "ws1",
+        receivedAt: at,
+        sentAt: null,
+        originalTimestamp: at,
+        timestamp: at,
+        context: undefined,
+      }),
+    ),
+  );
+
+/** Runs each deletion target's mutation that has rows to delete (its count parses the whole WHERE), waiting for database `d`'s mutations. */
+async function applyDeletion(sql: Sql, d: string, targets: readonly DeletionTarget[]): Promise<void> {
+  for (const target of targets) {
+    if ((await count(sql, target.count)) === 0) continue;
+    await sql.command(target.mutation);
+    for (
+      let tries = 0;
+      (await count(sql, `SELECT count() AS n FROM system.mutations WHERE database = '${d}' AND NOT is_done`)) > 0;
+      tries++
+    ) {
+      assert.ok(tries < 300, "the mutation is applied within 60 s");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
 
 function engineSuite(name: string, open: () => Promise<Engine>, close: () => Promise<void>, prefix: string) {
   const s = suite(name);
@@ -208,19 +239,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     const d = db("privacy");
     await migrate(engine.sql, scratch(d));
     const at = "2026-11-24T10:00:00.000Z";
-    const row = (m: Record<string, unknown>) =>
-      Buffer.from(
-        JSON.stringify(
-          messageRow(m as unknown as Message, {
-            workspaceId: "ws1",
-            receivedAt: at,
-            sentAt: null,
-            originalTimestamp: at,
-            timestamp: at,
-            context: undefined,
-          }),
-        ),
-      );
+    const row = (m: Record<string, unknown>) => eventLine(m, at);
     const rows = [
       row({ type: "identify", messageId: "a1", userId: "alice", anonymousId: "alice-dev", traits: { plan: "pro" } }),
       row({ type: "track", messageId: "a2", userId: "alice", event: "E" }),
@@ -234,18 +253,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     await flusher.write([batchOf(rows)]);
     const linked = (await engine.sql.rows<{ id: string }>(linkedIdsQuery(d, "events", "ws1", "mallory"))).map((r) => r.id);
     assert.equal(linked, ["alice"]);
-    for (const target of deletionTargets(d, "events", "ws1", "mallory", linked, Date.parse(at) / 1000 + 60)) {
-      if ((await count(engine.sql, target.count)) === 0) continue;
-      await engine.sql.command(target.mutation);
-      for (
-        let tries = 0;
-        (await count(engine.sql, `SELECT count() AS n FROM system.mutations WHERE database = '${d}' AND NOT is_done`)) > 0;
-        tries++
-      ) {
-        assert.ok(tries < 300, "the mutation is applied within 60 s");
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
+    await applyDeletion(engine.sql, d, deletionTargets(d, "events", "ws1", "mallory", linked, Date.parse(at) / 1000 + 60));
     const ids = await engine.sql.rows<{ message_id: string }>(`SELECT message_id FROM \`${d}\`.events FINAL ORDER BY message_id`);
     assert.equal(
       ids.map((r) => r.message_id),
@@ -257,6 +265,30 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
       "alice's users row stays",
     );
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
+  });
+
+  s("the largest deletion statements parse and run: 2,500 UUID-sized linked ids and 300 of control characters", async () => {
+    const d = db("bigdelete");
+    await migrate(engine.sql, scratch(d));
+    const at = "2026-11-24T10:00:00.000Z";
+    const uuids = [...Array(2_500).keys()].map((i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+    const controls = [...Array(300).keys()].map((i) => `c${i}-`.padEnd(200, "\u0001"));
+    const kept = "someone-else";
+    const rows = [uuids[0]!, uuids.at(-1)!, controls[0]!, controls.at(-1)!, kept].map((anonymousId, i) =>
+      eventLine({ type: "page", messageId: `p${i}`, anonymousId }, at),
+    );
+    await engine.insertLines(`\`${d}\`.events`)(rows);
+    const targets = deletionTargets(d, "events", "ws1", "nobody", [...uuids, ...controls], Date.parse(at) / 1000 + 60);
+    const statements = (table: string) => targets.filter((t) => t.table === table);
+    // 2,801 ids in 2 statements on events (15 of 200 ids before), the refused-items ones by bytes.
+    assert.is(statements("events").length, 2, JSON.stringify(targets.map((t) => t.table)));
+    for (const target of targets) assert.ok(Buffer.byteLength(target.mutation) < 262_144, `${Buffer.byteLength(target.mutation)} bytes`);
+    await applyDeletion(engine.sql, d, targets);
+    const left = await engine.sql.rows<{ anonymous_id: string }>(`SELECT anonymous_id FROM \`${d}\`.events FINAL`);
+    assert.equal(
+      left.map((r) => r.anonymous_id),
+      [kept],
+    );
   });
 
   s(

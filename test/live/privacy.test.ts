@@ -12,6 +12,7 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { basic, LiveStack, stopService, waitFor } from "../support/harness";
+import { quoteString } from "../../schemas/clickhouse/sql";
 
 // A refused-items topic of its own: the shared one holds every earlier test's, which a new sink group reads first.
 const stack = new LiveStack({ KAFKA_REJECTED_TOPIC: `test-rejected-${randomUUID().slice(0, 8)}` });
@@ -241,22 +242,30 @@ privacy(
   async () => {
     const victim = `victim-${id().slice(0, 8)}`;
     // 1,400 ids of 200 characters (the longest the ingest takes), each linked by an identify: 290 KB
-    // of ids, over the topic's 64 KB and over max_query_size (256 KiB) as a literal in SQL.
-    const linked = [...Array(1_400).keys()].map((i) => `${victim}-dev-${i}-`.padEnd(200, "x"));
-    for (let at = 0; at < linked.length; at += 350)
+    // of ids, over the topic's 64 KB and over max_query_size (256 KiB) as a literal in SQL; then
+    // 200 ids of control characters, six bytes each in a refused item's match (`\u0001`): in one
+    // statement of 200 ids, 564 KB.
+    const linked = [
+      ...[...Array(1_400).keys()].map((i) => `${victim}-dev-${i}-`.padEnd(200, "x")),
+      ...[...Array(200).keys()].map((i) => `${victim}-dev-c${i}-`.padEnd(200, "\u0001")),
+    ];
+    for (let at = 0; at < linked.length; at += 200)
       await send(
         stack.base,
-        linked.slice(at, at + 350).map((anonymousId) => ({ type: "identify", userId: victim, anonymousId, messageId: id() })),
+        linked.slice(at, at + 200).map((anonymousId) => ({ type: "identify", userId: victim, anonymousId, messageId: id() })),
       );
     const [first, last] = [linked[0]!, linked[linked.length - 1]!];
-    await send(
-      stack.base,
-      [first, last].map((anonymousId) => ({ type: "page", name: "Before", anonymousId, messageId: id() })),
-    );
+    // With them, a refused item (a track without its event) of the last id, kept in rejected_messages.
+    const refused = id();
+    await send(stack.base, [
+      ...[first, last].map((anonymousId) => ({ type: "page", name: "Before", anonymousId, messageId: id() })),
+      { type: "track", anonymousId: last, messageId: refused },
+    ]);
     await stack.marker();
     await caughtUp();
     const ofVictim = `(user_id = '${victim}' OR anonymous_id LIKE '${victim}-dev-%')`;
-    assert.is(await count("events", ofVictim), 1_402);
+    assert.is(await count("events", ofVictim), 1_602);
+    assert.is(await count("rejected_messages", `message_id = '${refused}'`), 1);
 
     const suppressions = stack.env.KAFKA_SUPPRESSIONS_TOPIC!;
     const recordsBefore = (await stack.groupLag(suppressions, "none")).end;
@@ -264,6 +273,7 @@ privacy(
     const records = (await stack.groupLag(suppressions, "none")).end - recordsBefore;
     assert.ok(records >= 5, `the entry in ${records} records of at most ${SUPPRESSIONS_MAX_MESSAGE_BYTES / 2} bytes of ids`);
     assert.is(await count("events", ofVictim), 0, "the user's events and the anonymous pages of the first and last linked id are gone");
+    assert.is(await count("rejected_messages", `message_id = '${refused}'`), 0, "the refused item of the last linked id is gone");
 
     await new Promise((r) => setTimeout(r, 3_000)); // the ingest follows the suppression
     const before = await produced();
@@ -271,10 +281,10 @@ privacy(
     assert.equal(await produced(), before, "an anonymous page of the last linked id (in the entry's last record): 2xx, not produced");
 
     const [audit] = await stack.select<{ n: string; first: number; last: number }>(
-      `SELECT length(ids) AS n, has(ids, '${first}') AS first, has(ids, '${last}') AS last
+      `SELECT length(ids) AS n, has(ids, '${first}') AS first, has(ids, ${quoteString(last)}) AS last
        FROM ${stack.database}.privacy_requests WHERE user_id = '${victim}'`,
     );
-    assert.equal({ ...audit!, n: Number(audit!.n) }, { n: 1_401, first: 1, last: 1 }, "the audit row lists the userId and every linked id");
+    assert.equal({ ...audit!, n: Number(audit!.n) }, { n: 1_601, first: 1, last: 1 }, "the audit row lists the userId and every linked id");
     console.log(`\n  ${linked.length} linked ids: the entry in ${records} records; audit row with ${audit!.n} ids`);
   },
 );

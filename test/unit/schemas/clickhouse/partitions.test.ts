@@ -7,6 +7,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import {
   closedMonthToMerge,
+  clusterMergeSupported,
   forcedMergeResetDdl,
   mergeMonthDdl,
   monthPartsQuery,
@@ -52,19 +53,28 @@ test("late events: a merged month is merged again only once they hold a tenth of
   assert.is(closedMonthToMerge([month("202609", 5, 3_400_000_000, 3e9)], "202611"), "202609");
 });
 
-test("on a cluster, a month is merged only when due on every shard that holds it", () => {
+test("on a cluster: a shard in between (merged, with late parts under a tenth) holds a month back; one in one part does not", () => {
   const due = month("202609", 3, 1_000, 500, 0, "shard2");
-  assert.is(closedMonthToMerge([month("202609", 1, 1_000, 1_000, 0, "shard1"), due], "202611"), undefined);
+  assert.is(closedMonthToMerge([month("202609", 2, 1_000, 950, 0, "shard1"), due], "202611"), undefined);
+  assert.is(closedMonthToMerge([month("202609", 1, 1_000, 1_000, 0, "shard1"), due], "202611"), "202609");
   assert.is(closedMonthToMerge([month("202609", 4, 1_000, 300, 0, "shard1"), due], "202611"), "202609");
-  assert.is(closedMonthToMerge([month("202608", 4, 1_000, 300, 0, "shard1"), due], "202611"), "202609");
+  assert.is(
+    closedMonthToMerge([month("202609", 1, 1_000, 1_000, 0, "shard1"), month("202609", 1, 900, 900, 0, "shard2")], "202611"),
+    undefined,
+  );
 });
 
-test("the statement, ON CLUSTER of the local table on a cluster; the parts query", () => {
+test("the statement: ON CLUSTER of the local table, skipping shards in one part; the parts query; which servers run it on a cluster", () => {
   assert.is(mergeMonthDdl("db", "events", "202609"), "OPTIMIZE TABLE `db`.`events` PARTITION 202609 FINAL");
-  assert.is(mergeMonthDdl("db", "events", "202609", "c1"), "OPTIMIZE TABLE `db`.`events_local` ON CLUSTER `c1` PARTITION 202609 FINAL");
+  assert.is(
+    mergeMonthDdl("db", "events", "202609", "c1"),
+    "OPTIMIZE TABLE `db`.`events_local` ON CLUSTER `c1` PARTITION 202609 FINAL SETTINGS optimize_skip_merged_partitions = 1",
+  );
   assert.throws(() => mergeMonthDdl("db", "events", "2026; DROP TABLE x"), /not a month partition id/);
   assert.match(monthPartsQuery("db", "events", "c1", 0), /cluster\('c1', system, parts\)[\s\S]*table = 'events_local'/);
   assert.match(monthPartsQuery("db", "events"), /modification_time > now\(\) - 86400\) AS recent/);
+  for (const version of ["18.16.1", "21.8.15.7", "22.3.20.29"]) assert.not.ok(clusterMergeSupported(version), version);
+  for (const version of ["22.4.1.1", "25.8.2.1", "26.9.2.1"]) assert.ok(clusterMergeSupported(version), version);
 });
 
 const CREATE =

@@ -9,6 +9,7 @@ import { messageRow } from "../../../../schemas/row";
 import type { Message } from "../../../../schemas/messages";
 import {
   deletionTargets,
+  DELETION_IDS_BYTES,
   IDS_PER_DELETION,
   entryKey,
   linkedIdsQuery,
@@ -224,20 +225,52 @@ test("PrivacyList over an entry in parts: every part's ids match, get() joins th
   assert.is(list.get("w", "victim"), undefined);
 });
 
-test("a deletion of any number of linked ids: statements of at most IDS_PER_DELETION ids, each far below max_query_size", () => {
-  const linked = [...Array(1_150).keys()].map((i) => `linked-${"x".repeat(180)}-${i}`);
+test("a deletion of any number of linked ids: every id in a statement under max_query_size, the user's own match once", () => {
+  const linked = [...Array(5_150).keys()].map((i) => `linked-${"x".repeat(180)}-${i}`);
   const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
   const events = targets.filter((t) => t.table === "events");
   const rejected = targets.filter((t) => t.table === "rejected_messages");
-  assert.is(events.length, Math.ceil(1_151 / IDS_PER_DELETION));
-  assert.is(rejected.length, events.length);
-  for (const id of linked)
+  assert.ok(events.length >= 5 && events.length <= 7, `${events.length} events statements`);
+  for (const id of linked) {
     assert.ok(
       events.some((t) => t.where.includes(`'${id}'`)),
       id,
     );
-  for (const t of targets) assert.ok(Buffer.byteLength(t.mutation) < 262_144 / 2, `${t.table}: ${Buffer.byteLength(t.mutation)} bytes`);
+    assert.ok(
+      rejected.some((t) => t.where.includes(`"anonymousId":"${id}"`)),
+      id,
+    );
+  }
+  for (const t of targets)
+    assert.ok(Buffer.byteLength(t.mutation) < 262_144 - 10_000, `${t.table}: ${Buffer.byteLength(t.mutation)} bytes`);
   assert.is(events.filter((t) => t.where.includes("user_id = 'u' OR")).length, 1);
+});
+
+test("ids of control characters (six bytes each in a refused item's match) still make statements under max_query_size", () => {
+  // 200 such ids made a 564 KB refused-items statement, which ClickHouse refuses: the deletion stopped there.
+  const linked = [...Array(400).keys()].map((i) => "\u0001".repeat(196) + String(i).padStart(4, "0"));
+  const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
+  for (const t of targets)
+    assert.ok(Buffer.byteLength(t.mutation) < 262_144 - 10_000, `${t.table}: ${Buffer.byteLength(t.mutation)} bytes`);
+  const rejected = targets.filter((t) => t.table === "rejected_messages");
+  for (const id of linked)
+    assert.ok(
+      // The id as JSON text inside an SQL string: each backslash of `\u0001` doubled.
+      rejected.some((t) => t.where.includes(JSON.stringify(id).slice(1, -1).replaceAll("\\", "\\\\"))),
+      "every id matched",
+    );
+  assert.ok(rejected.length >= 3, `${rejected.length} refused-items statements`);
+});
+
+test("UUID-sized ids: thousands to a statement, at most IDS_PER_DELETION", () => {
+  const linked = [...Array(9_999).keys()].map((i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+  const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
+  assert.is(targets.filter((t) => t.table === "events").length, 5);
+  // 132 bytes of matches an id, 1.32 MB in all: 7 or 8 statements (50 of 200 ids before).
+  const rejected = targets.filter((t) => t.table === "rejected_messages").length;
+  assert.ok(rejected >= Math.ceil((10_000 * 132) / DELETION_IDS_BYTES) && rejected <= 8, `${rejected} refused-items statements`);
+  for (const t of targets) assert.ok(t.where.split("anonymous_id IN").length <= 2);
+  assert.ok(IDS_PER_DELETION * 14 < 50_000);
 });
 
 test.run();
