@@ -28,7 +28,8 @@ import {
 import { settingsDocument, publicAddress } from "./settings";
 import { InflightBudget, type Lease } from "./budget";
 import { type Route, routeTable, type Sorted } from "./routes";
-import { type ContextPolicy, type Receipt, buildRecords, buildRejected, PLAIN_CONTEXT } from "./envelope";
+import { type ContextPolicy, type Receipt, buildRecords, PLAIN_CONTEXT } from "./envelope";
+import { buildRejected } from "./rejected";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";

@@ -175,3 +175,10 @@ export function openCountryDb(path: string): Reader<Response> | undefined {
   if (path === "off") return undefined;
   return new Reader<Response>(readFileSync(path));
 }
+
+/** A copy of a context with its ip anonymized (anonymizeIp), or without it when it is not an address. */
+export function withAnonymizedIp<T extends Record<string, unknown>>(context: T): T {
+  const { ip, ...rest } = context;
+  const kept = typeof ip === "string" ? anonymizeIp(ip) : undefined;
+  return (kept === undefined ? rest : { ...rest, ip: kept }) as T;
+}

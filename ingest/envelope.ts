@@ -14,14 +14,12 @@
  * Segment: https://segment.com/docs/connections/sources/catalog/libraries/server/http-api/
  * Dittofeed: https://github.com/dittofeed/dittofeed (packages/api, the public apps routes)
  */
-import { createHash } from "node:crypto";
-import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
+import type { EventRecord } from "../schemas/envelope";
 import { STORABLE_TIME_END_MS, type JsonObject, type Message } from "../schemas/messages";
 import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../schemas/row";
-import { anonymizeIp, type Enricher } from "./enrich";
+import { withAnonymizedIp, type Enricher } from "./enrich";
 import { SentShapes } from "./catalog";
 import { catalogShape } from "../schemas/catalog-keys";
-import { cutText } from "../schemas/wellformed";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -99,51 +97,6 @@ function rowBytes(row: EventRow): number {
     if (typeof value === "string") bytes += Buffer.byteLength(value, "utf8");
   }
   return bytes;
-}
-
-/** A refused item: the item as sent and each reason. */
-export interface Refusal {
-  item: unknown;
-  reasons: string[];
-}
-
-/** Most reasons kept per refused item, and characters per reason (the record stays bounded). */
-const MAX_REASONS = 20;
-const MAX_REASON_CHARS = 200;
-
-/**
- * One record per refused item for the rejected topic (key = rejectionId). The item's JSON, less
- * any `writeKey` (it never reaches the topic), is kept whole while its escaped form fits
- * `maxRawBytes`, else cut (and a reason says so); reasons are capped too, so one record stays
- * within maxRawBytes + about 5 KB, under the broker's limit. Pure.
- */
-export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number, anonymize = false): EventRecord[] {
-  return refusals.map(({ item, reasons }) => {
-    let fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
-    if (anonymize && fields !== undefined && isObject(fields.context) && fields.context.ip !== undefined)
-      fields = { ...fields, context: withAnonymizedIp(fields.context) };
-    const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
-    const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
-    let raw = whole;
-    const why = reasons.slice(0, MAX_REASONS).map((r) => cutText(r, MAX_REASON_CHARS));
-    if (reasons.length > MAX_REASONS) why.push(`and ${reasons.length - MAX_REASONS} more reason(s)`);
-    const fullBytes = Buffer.byteLength(raw, "utf8");
-    // The envelope escapes raw again (quotes, control characters): cut until the escaped form fits.
-    while (Buffer.byteLength(JSON.stringify(raw), "utf8") > maxRawBytes) raw = cutText(raw, Math.floor(raw.length * 0.8));
-    if (Buffer.byteLength(raw, "utf8") < fullBytes) why.push(`raw: cut to ${Buffer.byteLength(raw, "utf8")} bytes of ${fullBytes}`);
-    const messageId = typeof fields?.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
-    const envelope: RejectedEnvelope = {
-      workspaceId: receipt.workspaceId,
-      receivedAt: receipt.receivedAt,
-      // The whole item, not the kept text: two items that differ only past the cut stay two rows.
-      rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${whole}`).digest("hex"),
-      messageId,
-      type: typeof fields?.type === "string" ? cutText(fields.type, 100) : "",
-      reasons: why,
-      raw,
-    };
-    return { key: envelope.rejectionId, value: JSON.stringify(envelope), rejected: true };
-  });
 }
 
 /**
@@ -243,17 +196,6 @@ function sentShape(
   if (shapes.wasDelivered(key) || listedShapes.has(key)) return { shape, sent: true };
   listedShapes.add(key);
   return { shape, sent: false };
-}
-
-/** A copy of a context with its ip anonymized (anonymizeIp), or without it when it is not an address. */
-function withAnonymizedIp<T extends Record<string, unknown>>(context: T): T {
-  const { ip, ...rest } = context;
-  const kept = typeof ip === "string" ? anonymizeIp(ip) : undefined;
-  return (kept === undefined ? rest : { ...rest, ip: kept }) as T;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**

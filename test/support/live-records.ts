@@ -4,7 +4,8 @@
  * unit tests of the live view.
  */
 import type { Message } from "../../schemas/messages";
-import { buildRecords, buildRejected } from "../../ingest/envelope";
+import { buildRecords } from "../../ingest/envelope";
+import { buildRejected } from "../../ingest/rejected";
 import { recordWorkspace, type LiveRecord } from "../../ingest/live/items";
 
 let offset = 0;

@@ -1,9 +1,10 @@
 /**
- * Refused items as records for the rejected topic (buildRejected, ingest/envelope.ts).
+ * Refused items as records for the rejected topic (buildRejected, ingest/rejected.ts).
  */
 import { type RejectedEnvelope } from "../../../schemas/envelope";
+import { createHash } from "node:crypto";
 import { test } from "uvu";
-import { buildRejected } from "../../../ingest/envelope";
+import { buildRejected } from "../../../ingest/rejected";
 import * as assert from "uvu/assert";
 
 const receipt = { workspaceId: "ws1", receivedAt: "2026-11-23T10:00:00.000Z" };
@@ -53,6 +54,32 @@ test("two over-long items alike in their first 26 KB and different after are two
   assert.is(raw(a), raw(b), "the kept text is the same cut");
   assert.is.not(a.key, b.key);
   assert.is(a.key, again.key);
+});
+
+test("an oversized item keeps the ids a deletion finds it by, wherever they were sent; its rejectionId is the item's as sent", () => {
+  const item = {
+    messageId: "m1",
+    type: "track",
+    properties: { pad: "x".repeat(40_000) },
+    previousId: "p-late",
+    anonymousId: "a-late",
+    userId: "u-late",
+  };
+  const [record] = buildRejected([{ item, reasons: ["size: over 32 KB"] }], receipt, 32_768);
+  const envelope = envelopeOf(record!.value);
+  assert.ok(envelope.reasons.some((r) => r.startsWith("raw: cut to ")));
+  assert.ok(
+    envelope.raw.startsWith('{"userId":"u-late","anonymousId":"a-late","previousId":"p-late","messageId":"m1"'),
+    envelope.raw.slice(0, 120),
+  );
+  const sent = JSON.stringify(item);
+  assert.is(record!.key, createHash("sha256").update(`ws1\n${sent}`).digest("hex"));
+  // Whole when it fits: the same keys and values.
+  const small = { type: "track", properties: { a: 1 }, userId: "u" };
+  assert.equal(
+    JSON.parse(envelopeOf(buildRejected([{ item: small, reasons: ["event: required"] }], receipt, 32_768)[0]!.value).raw),
+    small,
+  );
 });
 
 test.run();
