@@ -21,16 +21,26 @@ const MAX_REASON_CHARS = 200;
 
 /**
  * The keys `users delete` finds a refused item by in its text (schemas/privacy/list.ts
- * deletionTargets), which buildRejected puts first so a cut keeps them: an oversized item whose
- * ids came after 32 KB of properties would otherwise outlive its user's deletion.
+ * deletionTargets: `"userId":"..."` and the like), which buildRejected writes first so a cut keeps
+ * them: an item whose ids came after the cut would otherwise outlive its user's deletion.
  */
 const DELETION_KEYS = ["userId", "anonymousId", "previousId"] as const;
 
-/** `fields` with the DELETION_KEYS it has first, in that order, then the rest as they were. */
-function idsFirst(fields: Record<string, unknown>): Record<string, unknown> {
-  const first: Record<string, unknown> = {};
-  for (const key of DELETION_KEYS) if (Object.hasOwn(fields, key)) first[key] = fields[key];
-  return { ...first, ...fields };
+/**
+ * The JSON text of `fields` with its string-valued DELETION_KEYS first, in that order, then the
+ * rest as JSON.stringify writes it. Written by hand: in an object JavaScript lists number-like
+ * keys ("0") before every other, so reordering the object could not put the ids first.
+ */
+function idsFirstText(fields: Record<string, unknown>): string {
+  const rest = { ...fields };
+  const head: string[] = [];
+  for (const key of DELETION_KEYS)
+    if (typeof fields[key] === "string" && Object.hasOwn(fields, key)) {
+      head.push(`${JSON.stringify(key)}:${JSON.stringify(fields[key])}`);
+      delete rest[key];
+    }
+  const tail = JSON.stringify(rest).slice(1, -1);
+  return `{${[...head, ...(tail === "" ? [] : [tail])].join(",")}}`;
 }
 
 /**
@@ -38,7 +48,8 @@ function idsFirst(fields: Record<string, unknown>): Record<string, unknown> {
  * any `writeKey` (it never reaches the topic), with userId, anonymousId and previousId first
  * (DELETION_KEYS), is kept whole while its escaped form fits `maxRawBytes`, else cut (and a
  * reason says so); reasons are capped too, so one record stays within maxRawBytes + about 5 KB,
- * under the broker's limit. The rejectionId hashes the item as sent. Pure.
+ * under the broker's limit. The rejectionId hashes the item (less writeKey, IP anonymized as
+ * asked) in the order it was sent, as before the ids came first. Pure.
  */
 export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number, anonymize = false): EventRecord[] {
   return refusals.map(({ item, reasons }) => {
@@ -47,7 +58,7 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
       fields = { ...fields, context: withAnonymizedIp(fields.context) };
     const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
     const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
-    let raw = fields === undefined ? whole : JSON.stringify(idsFirst(withoutKey));
+    let raw = fields === undefined ? whole : idsFirstText(withoutKey);
     const why = reasons.slice(0, MAX_REASONS).map((r) => cutText(r, MAX_REASON_CHARS));
     if (reasons.length > MAX_REASONS) why.push(`and ${reasons.length - MAX_REASONS} more reason(s)`);
     const fullBytes = Buffer.byteLength(raw, "utf8");

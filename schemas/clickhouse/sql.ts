@@ -110,9 +110,26 @@ export function epoch(d: Dialect): string {
   return d === "current" ? "toDateTime64(0, 3, 'UTC')" : "toDateTime(0)";
 }
 
-/** A ClickHouse string literal. */
+/**
+ * What quoteString writes for each character it escapes: the backslash, the quote, and the
+ * control characters ClickHouse itself writes as escapes when it forwards a query to a cluster's
+ * servers (older servers check max_query_size on that text: a raw newline, 1 byte as sent, would
+ * be 2 there).
+ */
+const LITERAL_ESCAPES: Readonly<Record<string, string>> = {
+  "\\": "\\\\",
+  "'": "\\'",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+  "\0": "\\0",
+};
+
+/** A ClickHouse string literal of `text` (LITERAL_ESCAPES escaped: the same text on both engines). */
 export function quoteString(text: string): string {
-  return "'" + text.replace(/\\/g, "\\\\").replace(/'/g, "\\'") + "'";
+  return "'" + text.replace(/[\\'\b\f\n\r\t\0]/g, (c) => LITERAL_ESCAPES[c]!) + "'";
 }
 
 /** Backquotes an identifier (database, table) for ClickHouse SQL. */

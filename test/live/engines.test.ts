@@ -17,7 +17,7 @@ import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { unpartitionedEventsTableDdl } from "../../schemas/clickhouse/events";
-import { type Dialect } from "../../schemas/clickhouse/sql";
+import { quoteString, type Dialect } from "../../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
 import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/list";
@@ -265,6 +265,13 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
       "alice's users row stays",
     );
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
+  });
+
+  s("a string literal of quoteString reads back as the same text: backslashes, quotes, escaped control characters", async () => {
+    const text = "a\nb\r\tc\b\f\u00001 \\ 'q' \u0001 é \\n";
+    const [row] = await engine.sql.rows<{ t: string }>(`SELECT ${quoteString(text)} AS t`);
+    assert.is(row!.t, text);
+    assert.not.match(quoteString(text), /[\n\r\t\b\f\0]/);
   });
 
   s("the largest deletion statements parse and run: 2,500 UUID-sized linked ids and 300 of control characters", async () => {

@@ -245,7 +245,7 @@ privacy(
     const victim = `victim-${id().slice(0, 8)}`;
     // 1,400 ids of 200 characters (the longest the ingest takes), each linked by an identify: 290 KB
     // of ids, over the topic's 64 KB and over max_query_size (256 KiB) as a literal in SQL; then
-    // 200 ids of control characters, six bytes each in a refused item's match (`\u0001`): in one
+    // 200 ids of control characters, seven bytes each in a refused item's match (`\\u0001` in SQL): in one
     // statement of 200 ids, 564 KB.
     const linked = [
       ...[...Array(1_400).keys()].map((i) => `${victim}-dev-${i}-`.padEnd(200, "x")),

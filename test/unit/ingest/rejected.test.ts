@@ -74,6 +74,10 @@ test("an oversized item keeps the ids a deletion finds it by, wherever they were
   );
   const sent = JSON.stringify(item);
   assert.is(record!.key, createHash("sha256").update(`ws1\n${sent}`).digest("hex"));
+  // Number-like keys first in the item, a non-string userId: the string ids still lead the text.
+  const numbered = { "0": '"'.repeat(12_000), userId: { nested: true }, anonymousId: "a-n", type: "track" };
+  const [cut] = buildRejected([{ item: numbered, reasons: ["event: required"] }], receipt, 32_768);
+  assert.ok(envelopeOf(cut!.value).raw.startsWith('{"anonymousId":"a-n","0":"'), envelopeOf(cut!.value).raw.slice(0, 40));
   // Whole when it fits: the same keys and values.
   const small = { type: "track", properties: { a: 1 }, userId: "u" };
   assert.equal(

@@ -246,7 +246,7 @@ test("a deletion of any number of linked ids: every id in a statement under max_
   assert.is(events.filter((t) => t.where.includes("user_id = 'u' OR")).length, 1);
 });
 
-test("ids of control characters (six bytes each in a refused item's match) still make statements under max_query_size", () => {
+test("ids of control characters (seven bytes each in a refused item's match) still make statements under max_query_size", () => {
   // 200 such ids made a 564 KB refused-items statement, which ClickHouse refuses: the deletion stopped there.
   const linked = [...Array(400).keys()].map((i) => "\u0001".repeat(196) + String(i).padStart(4, "0"));
   const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
@@ -262,11 +262,20 @@ test("ids of control characters (six bytes each in a refused item's match) still
   assert.ok(rejected.length >= 3, `${rejected.length} refused-items statements`);
 });
 
+test("ids of newlines: escaped in the statement, so it is as long as the text ClickHouse forwards to a cluster's servers", () => {
+  const linked = [...Array(1_500).keys()].map((i) => "\n".repeat(196) + String(i).padStart(4, "0"));
+  const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000, "c1");
+  for (const t of targets) {
+    assert.not.ok(t.mutation.includes("\n"), "no raw newline");
+    assert.ok(Buffer.byteLength(t.mutation) < 262_144 - 10_000, `${t.table}: ${Buffer.byteLength(t.mutation)} bytes`);
+  }
+});
+
 test("UUID-sized ids: thousands to a statement, at most IDS_PER_DELETION", () => {
   const linked = [...Array(9_999).keys()].map((i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
   const targets = deletionTargets("db", "events", "w", "u", linked, 1_700_000_000);
   assert.is(targets.filter((t) => t.table === "events").length, 5);
-  // 132 bytes of matches an id, 1.32 MB in all: 7 or 8 statements (50 of 200 ids before).
+  // About 150 bytes of matches an id, 1.5 MB in all: 7 or 8 statements (50 of 200 ids before).
   const rejected = targets.filter((t) => t.table === "rejected_messages").length;
   assert.ok(rejected >= Math.ceil((10_000 * 132) / DELETION_IDS_BYTES) && rejected <= 8, `${rejected} refused-items statements`);
   for (const t of targets) assert.ok(t.where.split("anonymous_id IN").length <= 2);
