@@ -4,6 +4,14 @@
  */
 import { Dialect, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
+/** A month partition's id: YYYYMM, the value of toYYYYMM(event_date). */
+const MONTH_ID = /^\d{6}$/;
+
+/** The system.parts to read: the server's, or on a cluster one replica's of every shard. */
+function partsSource(cluster?: string): string {
+  return cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
+}
+
 /**
  * How recent a part counts as still arriving, for the merging of closed months, s: a closed month
  * (a partition before the current UTC month) is quiet once its parts of the last day hold under
@@ -24,8 +32,9 @@ export const QUIET_SHARE = 0.01;
  * events (small parts) bring it below again only by adding about a ninth of its bytes: what a
  * writeKey can make ClickHouse rewrite stays about ten times what it sends (on a cluster, a month
  * is merged only when no shard holding it is between merged and due, so aiming rows at one shard
- * does not rewrite the others). ClickHouse's own forced merge, setup's choice before, rewrote a month for one late
- * event: one event a day in each closed month rewrote nearly the whole table daily. Small late
+ * does not rewrite the others). ClickHouse's own forced merge, setup's choice before, rewrote a
+ * month for one late event: one event a day in each closed month rewrote nearly the whole table
+ * daily. Small late
  * parts cost current ClickHouse's FINAL little: it merges only the key ranges parts share (a month
  * of 3M rows, FINAL count: 0.066 s in one part, 0.105 s with 10 one-row late parts beside it,
  * 0.390 s in six parts; chdb 26.9, docs/PERFORMANCE.md).
@@ -39,10 +48,9 @@ export const MERGED_SHARE = 0.9;
  * says), for closedMonthToMerge.
  */
 export function monthPartsQuery(database: string, table: string, cluster?: string, recentSeconds = CLOSED_PARTITION_AGE_SECONDS): string {
-  const parts = cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
   return `SELECT partition_id AS id, hostName() AS host, count() AS parts, sum(bytes_on_disk) AS bytes,
   max(bytes_on_disk) AS largest, sumIf(bytes_on_disk, modification_time > now() - ${Math.trunc(recentSeconds)}) AS recent
-FROM ${parts}
+FROM ${partsSource(cluster)}
 WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(table, cluster))} AND active
 GROUP BY host, id ORDER BY id`;
 }
@@ -73,7 +81,7 @@ export function closedMonthToMerge(
     Number(r.parts) > 1 && Number(r.recent) < QUIET_SHARE * Number(r.bytes) && Number(r.largest) < MERGED_SHARE * Number(r.bytes);
   const months = new Map<string, { blocked: boolean; due: boolean }>();
   for (const r of rows) {
-    if (!/^\d{6}$/.test(r.id) || r.id >= thisMonth || skip.has(r.id)) continue;
+    if (!MONTH_ID.test(r.id) || r.id >= thisMonth || skip.has(r.id)) continue;
     const month = months.get(r.id) ?? { blocked: false, due: false };
     if (due(r)) month.due = true;
     else if (Number(r.parts) > 1) month.blocked = true;
@@ -93,7 +101,7 @@ export function closedMonthToMerge(
  * only there, mergeClosedMonth). Throws on another id shape.
  */
 export function mergeMonthDdl(database: string, table: string, id: string, cluster?: string): string {
-  if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
+  if (!MONTH_ID.test(id)) throw new Error(`not a month partition id: ${id}`);
   const skip = cluster === undefined ? "" : " SETTINGS optimize_skip_merged_partitions = 1";
   return `OPTIMIZE TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} PARTITION ${id} FINAL${skip}`;
 }
@@ -131,7 +139,7 @@ export function forcedMergeResetDdl(dialect: Dialect, database: string, table: s
 export function partitionsToDrop(partitions: readonly string[], today: string, retentionDays: number): string[] {
   const firstKept = Date.parse(`${today}T00:00:00Z`) - (retentionDays - 1) * 86_400_000;
   return partitions.filter((id) => {
-    if (!/^\d{6}$/.test(id)) return false;
+    if (!MONTH_ID.test(id)) return false;
     const year = Number(id.slice(0, 4));
     const month = Number(id.slice(4, 6));
     if (month < 1 || month > 12) return false;
@@ -142,8 +150,7 @@ export function partitionsToDrop(partitions: readonly string[], today: string, r
 
 /** The active partitions of the events table (on a cluster, of `<table>_local` on every shard), for partitionsToDrop. */
 export function partitionsQuery(database: string, table: string, cluster?: string): string {
-  const parts = cluster === undefined ? "system.parts" : `cluster(${quoteString(cluster)}, system, parts)`;
-  return `SELECT DISTINCT partition_id AS id FROM ${parts}
+  return `SELECT DISTINCT partition_id AS id FROM ${partsSource(cluster)}
 WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(table, cluster))} AND active ORDER BY id`;
 }
 
@@ -152,7 +159,7 @@ WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(
  * cluster, of `<table>_local` ON CLUSTER (every shard). Throws on another shape.
  */
 export function dropPartitionDdl(database: string, table: string, id: string, cluster?: string): string {
-  if (!/^\d{6}$/.test(id)) throw new Error(`not a month partition id: ${id}`);
+  if (!MONTH_ID.test(id)) throw new Error(`not a month partition id: ${id}`);
   return `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)} DROP PARTITION ${id}`;
 }
 
