@@ -3,7 +3,7 @@
  *   ingest | sink            run a service until SIGTERM
  *   migrate                  create topics and apply ClickHouse migrations, then exit
  *   dlq replay               send the dead letters there are when it starts back to their topic, then exit
- *   retention                drop the events partitions past RETENTION_DAYS, then exit (the sink also runs it hourly)
+ *   retention                drop what RETENTION_DAYS no longer keeps (18.16; TTLs on current), then exit (the sink runs it hourly)
  *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
  *   users delete|suppress|unsuppress <workspaceId> <userId> [--suppress] [--by <who>]
@@ -20,7 +20,7 @@ import { runSink } from "../sink/main";
 import { clientSql, createClickHouse } from "../schemas/clickhouse/client";
 import { createKafka } from "../schemas/kafka/client";
 import { keysCommandConfig } from "../ingest/config";
-import { dropExpiredPartitions } from "../sink/retention";
+import { applyRetention } from "../sink/retention";
 import { runPrivacyRequest } from "./commands/privacy";
 import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/dlq-progress";
@@ -36,7 +36,7 @@ const USAGE = `usage: cli <command>
   sink          run the sink
   migrate       create Kafka topics and apply ClickHouse migrations
   dlq replay    send the dead letters there are now back to their topic, then end
-  retention     drop the months of events past RETENTION_DAYS
+  retention     drop the months of events and delete refused items past RETENTION_DAYS
   keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
   keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
   keys revoke <workspaceId>      remove every key of a workspace
@@ -116,8 +116,8 @@ async function retention(): Promise<number> {
   }
   const client = createClickHouse(config);
   try {
-    const dropped = await dropExpiredPartitions(clientSql(client), config, new Date().toISOString().slice(0, 10));
-    log.info({ dropped, retentionDays: config.retentionDays, table: `${config.database}.${config.table}` }, "retention applied");
+    const done = await applyRetention(clientSql(client), config, new Date().toISOString().slice(0, 10));
+    log.info({ ...done, retentionDays: config.retentionDays, table: `${config.database}.${config.table}` }, "retention applied");
     return 0;
   } finally {
     await client.close();

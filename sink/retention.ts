@@ -1,13 +1,14 @@
 /**
- * The sink's hourly steps on the events partitions (months). RETENTION_DAYS on 18.16 (no TTL
- * there): each partition wholly older than the retention is dropped; `npm run cli -- retention`
- * runs the same drop once (current ClickHouse applies the TTL setup sets instead). On both
- * engines: a closed month is merged into one part (closedMonthToMerge). Throws if ClickHouse is
- * unreachable or refuses.
+ * The sink's hourly steps on stored rows. RETENTION_DAYS on 18.16 (no TTL there): each events
+ * partition wholly older than the retention is dropped, and refused items received before the
+ * first day kept are deleted (at most once a day); `npm run cli -- retention` runs the same once
+ * (current ClickHouse applies the TTLs setup sets instead). On both engines: a closed month is
+ * merged into one part (closedMonthToMerge). Throws if ClickHouse is unreachable or refuses.
  */
 import { type ClickHouseConfig } from "../schemas/config";
 import {
   closedMonthToMerge,
+  firstKeptDay,
   clusterMergeSupported,
   dropPartitionDdl,
   mergeMonthDdl,
@@ -17,6 +18,8 @@ import {
   type MonthParts,
 } from "../schemas/clickhouse/partitions";
 import { serverVersion, type Sql } from "../schemas/clickhouse/client";
+import { dialectFor } from "../schemas/clickhouse/sql";
+import { recentExpiryDeletionsQuery, rejectedExpiredCountQuery, rejectedExpiryDeletionDdl } from "../schemas/clickhouse/tables";
 
 /**
  * Drops the events table's partitions (months) that lie wholly before today - retentionDays;
@@ -32,6 +35,42 @@ export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, 
   const expired = partitionsToDrop(ids, today, config.retentionDays);
   for (const id of expired) await sql.command(dropPartitionDdl(database, table, id, cluster));
   return expired;
+}
+
+/**
+ * RETENTION_DAYS on `rejected_messages` on 18.16, which has no TTL: queues one ALTER ... DELETE of
+ * the refused items received before the first day kept (firstKeptDay), when there are any and no
+ * such deletion on this server is under way or began in the last day. A deletion is a mutation
+ * that rewrites every part holding an expired row (with no partitions, most of the table), so once
+ * a day bounds that work to the table's size a day; every sink replica may call it. Returns how
+ * many items the queued deletion covers, 0 when none was queued. Nothing on current ClickHouse
+ * (setup's TTL, tables.ts rejectedRetentionTtl). `today` is a UTC date, YYYY-MM-DD. Throws on
+ * ClickHouse errors.
+ */
+export async function deleteExpiredRejected(sql: Sql, config: ClickHouseConfig, today: string): Promise<number> {
+  if (config.retentionDays === undefined || dialectFor(await serverVersion(sql)) !== "legacy") return 0;
+  const { database, cluster } = config;
+  const firstKept = firstKeptDay(today, config.retentionDays) / 1000;
+  const count = async (query: string) => Number((await sql.rows<{ n: string | number }>(query))[0]?.n ?? 0);
+  const expired = await count(rejectedExpiredCountQuery(database, firstKept));
+  if (expired === 0 || (await count(recentExpiryDeletionsQuery(database, cluster))) > 0) return 0;
+  await sql.command(rejectedExpiryDeletionDdl(database, firstKept, cluster));
+  return expired;
+}
+
+/** What one retention step did: events partitions dropped (YYYYMM ids), refused items deleted. */
+export interface RetentionResult {
+  dropped: string[];
+  rejectedDeleted: number;
+}
+
+/**
+ * One retention step: dropExpiredPartitions, then deleteExpiredRejected. `today` is a UTC date,
+ * YYYY-MM-DD. Throws on ClickHouse errors (the first refused step ends it).
+ */
+export async function applyRetention(sql: Sql, config: ClickHouseConfig, today: string): Promise<RetentionResult> {
+  const dropped = await dropExpiredPartitions(sql, config, today);
+  return { dropped, rejectedDeleted: await deleteExpiredRejected(sql, config, today) };
 }
 
 /**

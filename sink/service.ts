@@ -30,7 +30,7 @@ import { sendDeadLetters } from "./dlq";
 import { checkSinkRights } from "./grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clientSql, createClickHouse, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
-import { dropExpiredPartitions, mergeClosedMonth } from "./retention";
+import { applyRetention, mergeClosedMonth } from "./retention";
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
@@ -166,11 +166,14 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   void dlqAge.refresh();
   const dlqAgeTimer = setInterval(() => void dlqAge.refresh(), DLQ_AGE_INTERVAL_MS);
   // Retention on 18.16, which has no TTL (on current ClickHouse the TTL also applies). Every sink
-  // replica runs it; dropping a partition that is already gone is a no-op. Failures are logged and
+  // replica runs it; dropping a partition that is already gone is a no-op, and a deletion of refused
+  // items is queued once a day whichever sink comes first. Failures are logged and
   // retried at the next tick: retention never stops the sink.
   const dropExpired = () =>
-    dropExpiredPartitions(clientSql(client), ch, new Date().toISOString().slice(0, 10)).then(
-      (dropped) => dropped.length > 0 && log.info({ dropped, retentionDays: ch.retentionDays }, "retention dropped partitions"),
+    applyRetention(clientSql(client), ch, new Date().toISOString().slice(0, 10)).then(
+      (done) =>
+        (done.dropped.length > 0 || done.rejectedDeleted > 0) &&
+        log.info({ ...done, retentionDays: ch.retentionDays }, "retention applied"),
       (error: unknown) => log.warn({ err: error }, "retention step failed; retried in an hour"),
     );
   const retention = ch.retentionDays === undefined ? undefined : setInterval(() => void dropExpired(), RETENTION_INTERVAL_MS);

@@ -15,7 +15,9 @@ import { type ClickHouseConfig } from "../../schemas/config";
 import {
   tableNameConflict,
   migrationsTableDdl,
+  rejectedRetentionDdl,
   rejectedTableDdl,
+  REJECTED_TABLE,
   privacyTableDdl,
   MIGRATIONS_TABLE,
 } from "../../schemas/clickhouse/tables";
@@ -51,9 +53,10 @@ const LAYOUT_STEP = "events: time-ordered layout";
 /**
  * Creates or migrates the database, the events table, `rejected_messages`, the per-type views,
  * `users` and `identities` with their materialized views (backfilled from events once), and
- * applies RETENTION_DAYS as a TTL on current ClickHouse, where it also turns off the forced merge
- * of closed months that earlier releases set (forcedMergeResetDdl). Checks every reserved name first and
- * refuses, naming all conflicts, so a user's own `users` table is never dropped.
+ * applies RETENTION_DAYS as TTLs (events, refused items) on current ClickHouse, where it also
+ * turns off the forced merge of closed months that earlier releases set (forcedMergeResetDdl).
+ * Checks every reserved name first and refuses, naming all conflicts, so a user's own `users`
+ * table is never dropped.
  */
 export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<MigrationResult> {
   const { database, table } = config;
@@ -75,7 +78,10 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   for (const query of retentionDdl(dialect, database, table, events?.create_table_query ?? "", config.retentionDays, cluster))
     await sql.command(query);
   for (const query of forcedMergeResetDdl(dialect, database, table, events?.create_table_query ?? "", cluster)) await sql.command(query);
-  for (const query of rejectedTableDdl(dialect, database, cluster)) await sql.command(query);
+  for (const query of rejectedTableDdl(dialect, database, cluster, config.retentionDays)) await sql.command(query);
+  const [rejected] = await tablesNamed(sql, database, [storageName(REJECTED_TABLE, cluster)]);
+  for (const query of rejectedRetentionDdl(dialect, database, rejected?.create_table_query ?? "", config.retentionDays, cluster))
+    await sql.command(query);
   for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);

@@ -8,7 +8,7 @@
  * added after the first release; partitions.ts has what concerns whole partitions.
  */
 import { EVENT_ROW_COLUMNS } from "../row";
-import { Dialect, TYPES, alterDistributedDdl, distributedDdl, engine, onCluster, quoteIdent, storageName } from "./sql";
+import { Dialect, TYPES, alterDistributedDdl, distributedDdl, engine, onCluster, quoteIdent, storageName, ttlDdl } from "./sql";
 
 /** Columns added after the first release, with their types; migrations add them to old tables. */
 const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][] => [
@@ -136,11 +136,8 @@ export function retentionDdl(
 ): string[] {
   if (dialect !== "current") return [];
   const name = `${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)}`;
-  const current = /\bTTL\s+(.*?)(?:\s+SETTINGS\b|$)/s.exec(createQuery)?.[1]?.trim();
-  if (retentionDays === undefined) return current === undefined ? [] : [`ALTER TABLE ${name} REMOVE TTL`];
-  const wanted = retentionTtl(retentionDays);
-  const same = current !== undefined && current.replace(/\s+/g, "") === wanted.slice(4).replace(/\s+/g, "");
-  return same ? [] : [`ALTER TABLE ${name} MODIFY SETTING ttl_only_drop_parts = 1`, `ALTER TABLE ${name} MODIFY ${wanted}`];
+  const wanted = retentionDays === undefined ? undefined : retentionTtl(retentionDays);
+  return ttlDdl(name, createQuery, wanted, [`ALTER TABLE ${name} MODIFY SETTING ttl_only_drop_parts = 1`]);
 }
 
 /**

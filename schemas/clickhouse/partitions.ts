@@ -131,13 +131,21 @@ export function forcedMergeResetDdl(dialect: Dialect, database: string, table: s
 }
 
 /**
+ * The start of the first day RETENTION_DAYS keeps, epoch ms: today (a UTC date, YYYY-MM-DD) and
+ * the `retentionDays - 1` days before it are kept, as the TTL `event_date + N days` keeps them.
+ */
+export function firstKeptDay(today: string, retentionDays: number): number {
+  return Date.parse(`${today}T00:00:00Z`) - (retentionDays - 1) * 86_400_000;
+}
+
+/**
  * The partitions (YYYYMM ids of `toYYYYMM(event_date)`) that retention drops: those whose every
  * day is past the last `retentionDays` days (today and the days before it), as the TTL
  * `event_date + N days` expires them, so no row that should be kept is in one. `today` is a UTC
  * date, YYYY-MM-DD. Pure. A partly expired month stays whole until its last day expires.
  */
 export function partitionsToDrop(partitions: readonly string[], today: string, retentionDays: number): string[] {
-  const firstKept = Date.parse(`${today}T00:00:00Z`) - (retentionDays - 1) * 86_400_000;
+  const firstKept = firstKeptDay(today, retentionDays);
   return partitions.filter((id) => {
     if (!MONTH_ID.test(id)) return false;
     const year = Number(id.slice(0, 4));

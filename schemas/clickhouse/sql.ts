@@ -87,6 +87,20 @@ export function alterDistributedDdl(
   return [`DROP TABLE IF EXISTS ${table}${onCluster(cluster)}`, distributedDdl(database, name, cluster, shardingKey)];
 }
 
+/**
+ * The statements that bring a table's TTL to `wanted` (a `TTL ...` clause, or undefined for none)
+ * on current ClickHouse (18.16 has no TTL), given its stored CREATE query: none when the clause
+ * there is the same (spaces aside), `REMOVE TTL` when none is wanted and the table has one, else
+ * `before` (e.g. a MODIFY SETTING the TTL relies on) and `MODIFY TTL`. `target` is the quoted
+ * table with its ON CLUSTER. Pure.
+ */
+export function ttlDdl(target: string, createQuery: string, wanted: string | undefined, before: string[] = []): string[] {
+  const current = /\bTTL\s+(.*?)(?:\s+SETTINGS\b|$)/s.exec(createQuery)?.[1]?.trim();
+  if (wanted === undefined) return current === undefined ? [] : [`ALTER TABLE ${target} REMOVE TTL`];
+  const same = current !== undefined && current.replace(/\s+/g, "") === wanted.replace(/^TTL\s+/, "").replace(/\s+/g, "");
+  return same ? [] : [...before, `ALTER TABLE ${target} MODIFY ${wanted}`];
+}
+
 /** A query listing the columns of a table (`name` and `type` per row). */
 export function columnsQuery(database: string, table: string): string {
   return `SELECT name, type FROM system.columns WHERE database = ${quoteString(database)} AND table = ${quoteString(table)}`;

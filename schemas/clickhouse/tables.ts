@@ -4,7 +4,7 @@
  * ledger), and the names setup reserves. An object is only replaced when
  * deploy/setup/ownership.ts found it to be ours.
  */
-import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, onCluster, quoteIdent, storageName } from "./sql";
+import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName, ttlDdl } from "./sql";
 import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "./analyst";
 import { CATALOG_MV, CATALOG_TABLE, EVENT_CATALOG_VIEW, PROPERTY_CATALOG_VIEW } from "./catalog";
 
@@ -19,10 +19,12 @@ export const REJECTED_TABLE = "rejected_messages";
  * SHA-256 of workspaceId + raw, so a retried refusal shares the ORDER BY key and collapses under
  * FINAL; no PARTITION BY from receive time: ReplacingMergeTree only merges within a partition.
  * `message_id` is '' when the item had no usable messageId, `type` '' when it was not a string;
- * `reasons` holds "path: expected" entries, `raw` the item's JSON text as received. On a cluster,
- * `rejected_messages_local` and the Distributed `rejected_messages` over it.
+ * `reasons` holds "path: expected" entries, `raw` the item's JSON text as received. With
+ * `retentionDays` on current ClickHouse, rejectedRetentionTtl (on 18.16 the sink deletes instead:
+ * sink/retention.ts). On a cluster, `rejected_messages_local` and the Distributed
+ * `rejected_messages` over it.
  */
-export function rejectedTableDdl(dialect: Dialect, database: string, cluster?: string): string[] {
+export function rejectedTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string[] {
   const t = TYPES[dialect];
   const local = storageName(REJECTED_TABLE, cluster);
   const storage = `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
@@ -35,8 +37,79 @@ export function rejectedTableDdl(dialect: Dialect, database: string, cluster?: s
   raw String
 )
 ENGINE = ${engine("ReplacingMergeTree", "received_at", database, local, cluster)}
-ORDER BY (workspace_id, rejection_id)`;
+ORDER BY (workspace_id, rejection_id)${dialect === "current" && retentionDays !== undefined ? `\n${rejectedRetentionTtl(retentionDays)}` : ""}`;
   return cluster === undefined ? [storage] : [storage, distributedDdl(database, REJECTED_TABLE, cluster, SHARDING_KEYS.rejected)];
+}
+
+/** The table holding refused items, quoted: `rejected_messages`, or on a cluster `rejected_messages_local` ON CLUSTER. */
+function rejectedStorage(database: string, cluster?: string): string {
+  return `${quoteIdent(database)}.${quoteIdent(storageName(REJECTED_TABLE, cluster))}${onCluster(cluster)}`;
+}
+
+/**
+ * RETENTION_DAYS on refused items (current ClickHouse): a row is kept while its UTC receive day is
+ * one of the last N days, as an event by its event_date (events.ts retentionTtl); ClickHouse
+ * removes the others in its merges (no partitions here: rows, not parts, expire).
+ */
+export function rejectedRetentionTtl(days: number): string {
+  return `TTL toDate(received_at) + toIntervalDay(${Math.trunc(days)})`;
+}
+
+/**
+ * Statements that bring an existing `rejected_messages` table's TTL to RETENTION_DAYS on current
+ * ClickHouse, given its stored CREATE query (of `_local` on a cluster, altered ON CLUSTER); none on
+ * 18.16. A MODIFY TTL removes the expired rows at once (ClickHouse rewrites the table).
+ */
+export function rejectedRetentionDdl(
+  dialect: Dialect,
+  database: string,
+  createQuery: string,
+  retentionDays?: number,
+  cluster?: string,
+): string[] {
+  if (dialect !== "current") return [];
+  return ttlDdl(
+    rejectedStorage(database, cluster),
+    createQuery,
+    retentionDays === undefined ? undefined : rejectedRetentionTtl(retentionDays),
+  );
+}
+
+/** The start of rejectedExpiredWhere, as system.mutations stores it. */
+const EXPIRED_BEFORE = "received_at < toDateTime(";
+
+/**
+ * The receive-time condition of refused items RETENTION_DAYS no longer keeps on 18.16: received
+ * before `firstKeptSeconds` (epoch seconds of the first UTC day kept). ClickHouse stores an ALTER
+ * DELETE of it with this text in system.mutations, where recentExpiryDeletionsQuery finds it.
+ */
+export function rejectedExpiredWhere(firstKeptSeconds: number): string {
+  return `${EXPIRED_BEFORE}${Math.trunc(firstKeptSeconds)})`;
+}
+
+/** How many refused items rejectedExpiredWhere covers (column `n`; through the Distributed table on a cluster). */
+export function rejectedExpiredCountQuery(database: string, firstKeptSeconds: number): string {
+  return `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(REJECTED_TABLE)} WHERE ${rejectedExpiredWhere(firstKeptSeconds)}`;
+}
+
+/**
+ * `ALTER TABLE ... DELETE` of the refused items rejectedExpiredWhere covers (18.16, which has no
+ * TTL); on a cluster, of `rejected_messages_local` ON CLUSTER. A mutation: ClickHouse rewrites
+ * each part holding such a row, in the background.
+ */
+export function rejectedExpiryDeletionDdl(database: string, firstKeptSeconds: number, cluster?: string): string {
+  return `ALTER TABLE ${rejectedStorage(database, cluster)} DELETE WHERE ${rejectedExpiredWhere(firstKeptSeconds)}`;
+}
+
+/**
+ * The expiry deletions of `rejected_messages` on this server (its own replica on a cluster) that
+ * are not done or began in the last day (column `n`): while there is one, the sink queues none.
+ */
+export function recentExpiryDeletionsQuery(database: string, cluster?: string): string {
+  return `SELECT count() AS n FROM system.mutations
+WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(REJECTED_TABLE, cluster))}
+  AND startsWith(command, ${quoteString(`DELETE WHERE ${EXPIRED_BEFORE}`)})
+  AND (NOT is_done OR create_time > now() - 86400)`;
 }
 
 /** The audit table of `users delete` / `suppress` / `unsuppress` (deploy/commands/privacy.ts). */

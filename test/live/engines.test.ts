@@ -27,7 +27,7 @@ import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
 import { Flusher } from "../../sink/flush";
 import { clientSql, serverPartitionsPerInsert, type Sql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
-import { mergeClosedMonth } from "../../sink/retention";
+import { deleteExpiredRejected, mergeClosedMonth } from "../../sink/retention";
 import { eventLineMonth, partitionChunks } from "../../sink/partitions";
 import {
   classifyInsertError,
@@ -146,7 +146,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     engine = await open();
   });
   s.after(async () => {
-    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "audit", "closed", "retype"])
+    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "audit", "closed", "retype", "expiry"])
       await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
   });
@@ -423,6 +423,59 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
       await engine.sql.command(`ALTER TABLE ${events("closed")} MODIFY SETTING min_partition_age_to_force_merge_seconds = 3600`);
       await migrate(engine.sql, config);
       assert.match(await created(), /min_partition_age_to_force_merge_seconds = 3600\b/);
+    },
+  );
+
+  s(
+    "RETENTION_DAYS on refused items: the expired ones leave, today's and the last 29 days' stay (current: setup's TTL, also on a table of an earlier release; 18.16: the sink's deletion, once a day)",
+    async () => {
+      const config = { ...scratch(db("expiry")), retentionDays: 30 };
+      const table = `\`${db("expiry")}\`.rejected_messages`;
+      const today = new Date().toISOString().slice(0, 10);
+      const insert = (id: string, daysAgo: number) =>
+        engine.sql.command(
+          `INSERT INTO ${table} (workspace_id, received_at, rejection_id, message_id, type, reasons, raw) SELECT 'ws1', now() - INTERVAL ${daysAgo} DAY, '${id}', '', 'track', ['event: string'], '{}'`,
+        );
+      const ids = async () =>
+        (await engine.sql.rows<{ id: string }>(`SELECT rejection_id AS id FROM ${table} ORDER BY id`)).map((r) => r.id);
+      /** The ids once ClickHouse applied what is queued (a mutation, a TTL materialized), at most 60 s. */
+      const settled = async (expected: string[]) => {
+        for (let i = 0; i < 120 && JSON.stringify(await ids()) !== JSON.stringify(expected); i++)
+          await new Promise((r) => setTimeout(r, 500));
+        return ids();
+      };
+      // A table of an earlier release (no retention then), holding an expired item.
+      await migrate(engine.sql, { ...config, retentionDays: undefined });
+      for (const [id, daysAgo] of [
+        ["old", 40],
+        ["edge", 29],
+        ["new", 0],
+      ] as const)
+        await insert(id, daysAgo);
+      assert.is(await deleteExpiredRejected(engine.sql, { ...config, retentionDays: undefined }, today), 0, "no RETENTION_DAYS: nothing");
+      await migrate(engine.sql, config);
+      if (engine.dialect === "current") {
+        assert.match(
+          (
+            await engine.sql.rows<{ q: string }>(
+              `SELECT create_table_query AS q FROM system.tables WHERE database = '${db("expiry")}' AND name = 'rejected_messages'`,
+            )
+          )[0]!.q,
+          /TTL toDate\(received_at\) \+ toIntervalDay\(30\)/,
+        );
+        assert.equal(await settled(["edge", "new"]), ["edge", "new"], "setup's TTL removed the expired item");
+        await insert("later", 45);
+        await engine.sql.command(`OPTIMIZE TABLE ${table} FINAL`);
+        assert.equal(await ids(), ["edge", "new"], "a merge removes an expired item");
+        assert.is(await deleteExpiredRejected(engine.sql, config, today), 0, "current ClickHouse: the TTL, not the sink");
+        return;
+      }
+      assert.equal(await ids(), ["edge", "new", "old"], "18.16: setup leaves the rows (no TTL)");
+      assert.is(await deleteExpiredRejected(engine.sql, config, today), 1, "one expired item deleted");
+      assert.equal(await settled(["edge", "new"]), ["edge", "new"]);
+      await insert("later", 45);
+      assert.is(await deleteExpiredRejected(engine.sql, config, today), 0, "a deletion began in the last day: none more");
+      assert.equal(await ids(), ["edge", "later", "new"]);
     },
   );
 

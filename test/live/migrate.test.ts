@@ -392,7 +392,7 @@ live("retention on 18.16: the scheduled step drops whole expired months and noth
   });
 });
 
-live("the sink runs the retention step at start and drops expired months; the CLI does the same", async () => {
+live("the sink runs the retention step at start: drops expired months, deletes expired refused items; the CLI does the same", async () => {
   const env = { CLICKHOUSE_DATABASE: fresh("sinkttl"), RETENTION_DAYS: "60" };
   await stack.run("deploy/setup/main.js", env);
   const sql = clientSql(ch);
@@ -406,11 +406,20 @@ VALUES ('ws1', 's${d}', 'track', 'Kept', 'u1', '', now() - ${d * 86_400}, now() 
     (await select<{ message_id: string }>(`SELECT message_id FROM \`${env.CLICKHOUSE_DATABASE}\`.events ORDER BY event_date`)).map(
       (r) => r.message_id,
     );
+  // Refused items keep the same days by receive time (the sink's daily deletion on 18.16).
+  const rejected = `\`${env.CLICKHOUSE_DATABASE}\`.rejected_messages`;
+  for (const d of [120, 5])
+    await sql.command(`INSERT INTO ${rejected} (workspace_id, received_at, rejection_id, message_id, type, reasons, raw)
+VALUES ('ws1', now() - ${d * 86_400}, 'r${d}', '', 'track', ['event: string'], '{}')`);
+  const refused = async () =>
+    (await select<{ rejection_id: string }>(`SELECT rejection_id FROM ${rejected} ORDER BY rejection_id`)).map((r) => r.rejection_id);
   await insertAged([120, 59, 5]);
   const sink = stack.spawn("sink/main.js", env);
   try {
     await waitFor("the sink's retention step", async () => ((await left()).length === 2 ? true : undefined));
     assert.equal(await left(), ["s59", "s5"]);
+    await waitFor("the expired refused item deleted", async () => ((await refused()).length === 1 ? true : undefined));
+    assert.equal(await refused(), ["r5"]);
   } finally {
     await stopService(sink);
   }

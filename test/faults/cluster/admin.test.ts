@@ -138,7 +138,7 @@ admin("properties materialize writes prop_plan into the stored parts of every re
   assert.equal(columns, [0, 0, 0, 0], "prop_plan gone from events_local and events on nodes 1-4");
 });
 
-admin("retention drops a month that only shard 2 holds, on both of its replicas", async () => {
+admin("retention drops a month that only shard 2 holds, and deletes a refused item past it there, on both of its replicas", async () => {
   // One old row written into shard 2 alone (node 3; node 4 fetches it): shard 1, which the
   // services connect to, has no part of that month.
   const old = `${stack.database}.events_local`;
@@ -152,10 +152,35 @@ admin("retention drops a month that only shard 2 holds, on both of its replicas"
     return rows[2] === 1 && rows[3] === 1 ? rows : undefined;
   });
   assert.equal(before, [0, 0, 1, 1], "the month is on shard 2 only");
+  // A refused item received 200 days ago, and one of today, on shard 2 alone.
+  const refused = `${stack.database}.rejected_messages_local`;
+  const item = (id: string, daysAgo: number) =>
+    fetch("http://127.0.0.1:23123", {
+      method: "POST",
+      body: `INSERT INTO ${refused} (workspace_id, received_at, rejection_id, message_id, type, reasons, raw)
+    VALUES ('${WS}', now() - ${daysAgo * 86_400}, '${id}', '', 'track', ['event: string'], '{}')`,
+    });
+  for (const [tag, daysAgo] of [
+    ["old", 200],
+    ["new", 0],
+  ] as const) {
+    const answer = await item(`retention-${tag}-${id()}`, daysAgo);
+    assert.ok(answer.ok, await answer.text());
+  }
+  const items = (tag: string) => onEveryNode(`SELECT count() FROM ${refused} WHERE startsWith(rejection_id, 'retention-${tag}-')`);
+  await waitFor("both refused items on both replicas of shard 2", async () =>
+    (await items("old"))[3] === 1 && (await items("new"))[3] === 1 ? true : undefined,
+  );
   await cli({ RETENTION_DAYS: "180" }, "retention");
   const after = await onEveryNode(month);
   console.log(`  retention: rows of 2025-01 per node ${before} -> ${after}`);
   assert.equal(after, [0, 0, 0, 0], "2025-01 dropped on every node");
+  const expired = await waitFor("the expired refused item deleted on both replicas", async () => {
+    const rows = await items("old");
+    return rows.every((n) => n === 0) ? rows : undefined;
+  });
+  assert.equal(expired, [0, 0, 0, 0]);
+  assert.equal(await items("new"), [0, 0, 1, 1], "today's refused item kept");
 });
 
 admin("migrate adds a column an older release lacked to events_local ON CLUSTER and to the Distributed table, on every node", async () => {

@@ -6,12 +6,20 @@
  */
 import { suite } from "uvu";
 import { type TableRow, classifyExisting, readsFinal, feedsFrom } from "../../../../deploy/setup/ownership";
-import { REJECTED_TABLE, reservedTableNames, tableNameConflict } from "../../../../schemas/clickhouse/tables";
+import {
+  REJECTED_TABLE,
+  recentExpiryDeletionsQuery,
+  rejectedExpiryDeletionDdl,
+  rejectedRetentionDdl,
+  rejectedTableDdl,
+  reservedTableNames,
+  tableNameConflict,
+} from "../../../../schemas/clickhouse/tables";
 import * as assert from "uvu/assert";
 import { type Dialect } from "../../../../schemas/clickhouse/sql";
 import { viewsDdl, viewNames } from "../../../../schemas/clickhouse/analyst";
 import { retentionDdl } from "../../../../schemas/clickhouse/events";
-import { partitionsToDrop } from "../../../../schemas/clickhouse/partitions";
+import { firstKeptDay, partitionsToDrop } from "../../../../schemas/clickhouse/partitions";
 
 // ---------------------------------------------------------------- pure
 
@@ -187,5 +195,38 @@ pure("retention: partitionsToDrop keeps every month holding a day of the last N;
     "ALTER TABLE `d`.`events` MODIFY TTL event_date + toIntervalDay(90)",
   );
 });
+
+pure(
+  "retention of refused items: a TTL by UTC receive day on current ClickHouse only; the 18.16 deletion's cutoff is the first day kept",
+  () => {
+    assert.match(rejectedTableDdl("current", "d", undefined, 30)[0]!, /\nTTL toDate\(received_at\) \+ toIntervalDay\(30\)$/);
+    assert.not.match(rejectedTableDdl("current", "d")[0]!, /TTL/);
+    assert.not.match(rejectedTableDdl("legacy", "d", undefined, 30)[0]!, /TTL/, "18.16 has no TTL");
+    const created = (ttl: string) =>
+      `CREATE TABLE d.rejected_messages (received_at DateTime64(3, 'UTC')) ENGINE = ReplacingMergeTree(received_at) ORDER BY a ${ttl}SETTINGS index_granularity = 8192`;
+    assert.equal(rejectedRetentionDdl("legacy", "d", created(""), 30), []);
+    assert.equal(rejectedRetentionDdl("current", "d", created(""), 30), [
+      "ALTER TABLE `d`.`rejected_messages` MODIFY TTL toDate(received_at) + toIntervalDay(30)",
+    ]);
+    assert.equal(rejectedRetentionDdl("current", "d", created("TTL toDate(received_at) + toIntervalDay(30) "), 30), []);
+    assert.equal(rejectedRetentionDdl("current", "d", created("TTL toDate(received_at) + toIntervalDay(30) "), undefined), [
+      "ALTER TABLE `d`.`rejected_messages` REMOVE TTL",
+    ]);
+    assert.equal(rejectedRetentionDdl("current", "d", created(""), 30, "c"), [
+      "ALTER TABLE `d`.`rejected_messages_local` ON CLUSTER `c` MODIFY TTL toDate(received_at) + toIntervalDay(30)",
+    ]);
+    // N = 30 on 2026-11-23 keeps 2026-10-25 .. 2026-11-23.
+    const firstKept = firstKeptDay("2026-11-23", 30) / 1000;
+    assert.is(new Date(firstKept * 1000).toISOString(), "2026-10-25T00:00:00.000Z");
+    assert.is(
+      rejectedExpiryDeletionDdl("d", firstKept, "c"),
+      `ALTER TABLE \`d\`.\`rejected_messages_local\` ON CLUSTER \`c\` DELETE WHERE received_at < toDateTime(${firstKept})`,
+    );
+    // ClickHouse stores the mutation as "DELETE WHERE <condition>"; the query finds it by that start.
+    const start = /startsWith\(command, '([^']*)'\)/.exec(recentExpiryDeletionsQuery("d", "c"))?.[1];
+    assert.ok(start !== undefined && rejectedExpiryDeletionDdl("d", firstKept).includes(` ${start}${firstKept})`));
+    assert.match(recentExpiryDeletionsQuery("d", "c"), /table = 'rejected_messages_local'/);
+  },
+);
 
 pure.run();
