@@ -51,11 +51,14 @@ export interface ClickHouseConfig {
   /** env CLICKHOUSE_TABLE. */
   table: Name;
   /**
-   * Days of events kept, by event_date (env RETENTION_DAYS; unset keeps them forever). Whole
-   * months are dropped once wholly older: a TTL on current ClickHouse, the sink's hourly
-   * partition drop (and `npm run cli -- retention`) on 18.16.
+   * Days of events kept, by event_date, and of refused items, by receive day (env
+   * RETENTION_DAYS; unset keeps them forever). Whole months of events are dropped once wholly
+   * older: a TTL on current ClickHouse, the sink's hourly partition drop (and `npm run cli --
+   * retention`) on 18.16; refused items by a row TTL, or on 18.16 the sink's daily deletion. At
+   * most 36,500 (100 years): more would reach past 1970, where 18.16 reads a negative time as a
+   * late one, and past the end of current ClickHouse's Date (2149) in the TTL.
    */
-  retentionDays?: Positive;
+  retentionDays?: Positive & tags.Maximum<36500>;
   /**
    * The cluster (a name in the servers' remote_servers, env CLICKHOUSE_CLUSTER) over which setup
    * makes Replicated `_local` tables ON CLUSTER and Distributed tables under the usual names;

@@ -41,6 +41,12 @@ export interface SinkConfig {
   httpPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
   /** pino level (env LOG_LEVEL). */
   logLevel: LogLevel;
+  /**
+   * The longest random wait before each retention tick's deletion of refused items on 18.16, ms
+   * (env SINK_RETENTION_JITTER_MS): replicas started together then do not each queue one (each
+   * rewrites that table). 0 runs it at once.
+   */
+  retentionJitterMs: number & tags.Type<"uint32">;
   /** Fault-test hook (env SINK_CRASH_AT): SIGKILL itself just before or just after an insert. */
   crashAt: "" | "before-insert" | "after-insert";
   kafka: KafkaConfig;
@@ -70,6 +76,7 @@ export function sinkConfig(env: Env): SinkConfig {
     stopTimeoutMs: int(env.SINK_STOP_TIMEOUT_MS, 20_000),
     httpHost: env.SINK_HTTP_HOST ?? "127.0.0.1",
     httpPort: int(env.SINK_HTTP_PORT, 3001),
+    retentionJitterMs: int(env.SINK_RETENTION_JITTER_MS, 600_000),
     crashAt: (env.SINK_CRASH_AT ?? "") as SinkConfig["crashAt"],
     logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
     kafka: kafkaConfig(env),

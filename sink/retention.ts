@@ -51,6 +51,8 @@ export async function deleteExpiredRejected(sql: Sql, config: ClickHouseConfig, 
   if (config.retentionDays === undefined || dialectFor(await serverVersion(sql)) !== "legacy") return 0;
   const { database, cluster } = config;
   const firstKept = firstKeptDay(today, config.retentionDays) / 1000;
+  // Nothing is older than 1970 (18.16 would read a negative time as one past 2100, and delete all).
+  if (firstKept <= 0) return 0;
   const count = async (query: string) => Number((await sql.rows<{ n: string | number }>(query))[0]?.n ?? 0);
   const expired = await count(rejectedExpiredCountQuery(database, firstKept));
   if (expired === 0 || (await count(recentExpiryDeletionsQuery(database, cluster))) > 0) return 0;

@@ -30,25 +30,13 @@ import { sendDeadLetters } from "./dlq";
 import { checkSinkRights } from "./grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import { clientSql, createClickHouse, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
-import { applyRetention, mergeClosedMonth } from "./retention";
+import { startMaintenance } from "./maintenance";
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
-
-/** How often the sink drops partitions past RETENTION_DAYS (after once at start), ms. */
-const RETENTION_INTERVAL_MS = 3_600_000;
-
-/** How often the sink merges a closed month (retention.ts mergeClosedMonth), ms. */
-const MERGE_INTERVAL_MS = 3_600_000;
-
-/** When the first merge of a closed month runs after start, ms: sinks restarted more often than hourly still merge. */
-const MERGE_FIRST_DELAY_MS = 60_000;
-
-/** How long one month's merge may take before the sink stops waiting for it (ClickHouse goes on), ms. */
-const MERGE_TIMEOUT_MS = 3_600_000;
 
 /** How often the age of the oldest dead letter is read (also at start and after each DLQ send), ms. */
 const DLQ_AGE_INTERVAL_MS = 60_000;
@@ -165,48 +153,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   }, PROBE_INTERVAL_MS);
   void dlqAge.refresh();
   const dlqAgeTimer = setInterval(() => void dlqAge.refresh(), DLQ_AGE_INTERVAL_MS);
-  // Retention on 18.16, which has no TTL (on current ClickHouse the TTL also applies). Every sink
-  // replica runs it; dropping a partition that is already gone is a no-op, and a deletion of refused
-  // items is queued once a day whichever sink comes first. Failures are logged and
-  // retried at the next tick: retention never stops the sink.
-  const dropExpired = () =>
-    applyRetention(clientSql(client), ch, new Date().toISOString().slice(0, 10)).then(
-      (done) =>
-        (done.dropped.length > 0 || done.rejectedDeleted > 0) &&
-        log.info({ ...done, retentionDays: ch.retentionDays }, "retention applied"),
-      (error: unknown) => log.warn({ err: error }, "retention step failed; retried in an hour"),
-    );
-  const retention = ch.retentionDays === undefined ? undefined : setInterval(() => void dropExpired(), RETENTION_INTERVAL_MS);
-  if (retention !== undefined) await dropExpired();
-  // A closed month merged into one part, on its own client (on one server the OPTIMIZE waits for
-  // the merge; on a replicated cluster it only queues it, so the DDL queue is not held); a tick
-  // while a merge is under way is skipped, and a month tried is left for a day (an OPTIMIZE that
-  // merged nothing does not fail). Every sink replica runs it: a second OPTIMIZE of a month being
-  // merged finds nothing to do. Failures are logged and tried again an interval later.
-  const maintenance = createClickHouse(ch, {
-    useDatabase: true,
-    requestTimeoutMs: MERGE_TIMEOUT_MS,
-    settings: { replication_alter_partitions_sync: 0 },
-  });
-  const tried = new Map<string, number>();
-  let merging = false;
-  const mergeClosed = () => {
-    if (merging) return;
-    merging = true;
-    for (const [id, at] of tried) if (Date.now() - at > 86_400_000) tried.delete(id);
-    mergeClosedMonth(clientSql(maintenance), ch, new Date().toISOString().slice(0, 7).replace("-", ""), new Set(tried.keys()))
-      .then(
-        (id) => {
-          if (id === undefined) return;
-          tried.set(id, Date.now());
-          log.info({ partition: id }, "closed month merge ran");
-        },
-        (error: unknown) => log.warn({ err: error }, "closed month merge failed; tried again in an hour"),
-      )
-      .finally(() => (merging = false));
-  };
-  const closedMonths = setInterval(mergeClosed, MERGE_INTERVAL_MS);
-  const firstMerge = setTimeout(mergeClosed, MERGE_FIRST_DELAY_MS);
+  const maintenance = await startMaintenance(ch, client, config.retentionJitterMs, log);
   const health: LoopHealth = {
     get joined() {
       return loops.every((l) => l.health.joined);
@@ -226,9 +173,6 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     stop: async (abortAfterMs) => {
       clearInterval(probe);
       clearInterval(dlqAgeTimer);
-      clearInterval(retention);
-      clearInterval(closedMonths);
-      clearTimeout(firstMerge);
       // Each loop's last flush waits at most abortAfterMs (ClickHouse), and the Kafka clients'
       // disconnects as long again: a consumer's waits for its fetch or commit under way when Kafka
       // does not answer (kafkajs's request timeout, 30 s). What is left is uncommitted, read again.
@@ -238,7 +182,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       })();
       if (await settledWithin(kafkaDone, 2 * abortAfterMs)) await kafkaDone;
       else log.warn({ waitedMs: 2 * abortAfterMs }, "Kafka did not answer at the stop: the clients' disconnects are left");
-      await Promise.all([client.close(), maintenance.close()]);
+      await Promise.all([client.close(), maintenance.stop()]);
       // Only health and metrics are served here: a scrape cut at the stop costs nothing, and a
       // client polling on a connection busy at the close would otherwise hold the exit.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -471,6 +471,9 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
         return;
       }
       assert.equal(await ids(), ["edge", "new", "old"], "18.16: setup leaves the rows (no TTL)");
+      // 30,000 days reach before 1970, which 18.16 would read as a time past 2100: nothing expired.
+      assert.is(await deleteExpiredRejected(engine.sql, { ...config, retentionDays: 30_000 }, today), 0);
+      assert.equal(await ids(), ["edge", "new", "old"]);
       assert.is(await deleteExpiredRejected(engine.sql, config, today), 1, "one expired item deleted");
       assert.equal(await settled(["edge", "new"]), ["edge", "new"]);
       await insert("later", 45);

@@ -106,6 +106,20 @@ test("PRIVACY_SINK_WAIT_MS is a typed setting: 60 s by default, 0 allowed, a typ
   }
 });
 
+test("RETENTION_DAYS: at most 36,500 days (100 years), so no cutoff reaches before 1970 or a TTL past 2149", () => {
+  assert.is(sinkConfig({ RETENTION_DAYS: "36500" }).clickhouse.retentionDays, 36_500);
+  assert.match(
+    refusal(() => sinkConfig({ RETENTION_DAYS: "36501" })),
+    /retentionDays/,
+  );
+  assert.match(
+    refusal(() => setupConfig({ RETENTION_DAYS: "100000" })),
+    /retentionDays/,
+  );
+  assert.is(sinkConfig({ SINK_RETENTION_JITTER_MS: "0" }).retentionJitterMs, 0);
+  assert.is(sinkConfig({}).retentionJitterMs, 600_000);
+});
+
 test("topic retention: unset is absent (30 days on creation), -1 is for ever, less than an hour or a typo is refused", () => {
   assert.is(DEFAULT_RETENTION_MS, 2_592_000_000);
   const unset = setupConfig({ KAFKA_EVENTS_RETENTION_MS: " " });
