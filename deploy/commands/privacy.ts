@@ -88,13 +88,12 @@ export async function runPrivacyRequest(
   let sinkCaughtUp = true;
   if (request.action === "delete") {
     const targets = deletionTargets(database, table, workspaceId, userId, ids, started / 1000, cluster);
-    for (const target of targets)
-      removed.push({ table: target.table, rows: await deleteRows(sql, database, target, timing.mutationWaitMs, cluster) });
+    const first = await deleteRows(sql, database, targets, timing.mutationWaitMs, cluster);
+    removed.push(...targets.map((target, i) => ({ table: target.table, rows: first[i]! })));
     // A sink that fetched the user's records before it read the entry may store them after the
     // mutation began: once it passed the offsets of the request, delete again what it stored.
     sinkCaughtUp = await sinkPassed(kafka, config, ends, timing.sinkWaitMs);
-    for (const [i, target] of targets.entries())
-      removed[i]!.rows += await deleteRows(sql, database, target, timing.mutationWaitMs, cluster);
+    for (const [i, rows] of (await deleteRows(sql, database, targets, timing.mutationWaitMs, cluster)).entries()) removed[i]!.rows += rows;
   }
   await sql.command(auditInsert(database, requestId, request, started, ids, removed));
   // A sink holding the user's records in an open batch may store them after the second pass.
@@ -185,20 +184,33 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs:
 }
 
 /**
- * Deletes a target's rows and waits until ClickHouse has applied the mutation (it runs in the
- * background: 18.16 has no lightweight delete and no mutations_sync), on a cluster on every
- * replica (schemas/clickhouse/mutations.ts). A mutation covers the parts that exist when it
- * starts; rows stored later are the second pass's. Returns the rows matched before it.
+ * Deletes the targets' rows: counts each, sends the mutations of those with rows at once, then
+ * waits until ClickHouse has applied them all (they run in the background: 18.16 has
+ * no lightweight delete and no mutations_sync), on a cluster on every replica
+ * (schemas/clickhouse/mutations.ts). Sent together, a table's mutations are applied to each part
+ * in one rewrite (a part takes every mutation queued after its version in one pass); waiting
+ * after each made a rewrite per statement, and linked ids, which any writeKey holder can plant,
+ * spread a deletion over many statements. A mutation covers the parts that exist when it
+ * starts; rows stored later are the second pass's. Returns the rows matched before, per target.
+ * Throws on ClickHouse errors, or when the mutations are not applied within `waitMs`.
  */
-async function deleteRows(sql: Sql, database: string, target: DeletionTarget, waitMs: number, cluster?: string): Promise<number> {
-  const before = Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0);
-  if (before === 0) return 0;
-  await sql.command(target.mutation);
-  const pending = await mutationWaiter(sql, database, target.storage, cluster);
+export async function deleteRows(
+  sql: Sql,
+  database: string,
+  targets: readonly DeletionTarget[],
+  waitMs: number,
+  cluster?: string,
+): Promise<number[]> {
+  const before: number[] = [];
+  for (const target of targets) before.push(Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0));
+  const sent = targets.filter((_, i) => before[i]! > 0);
+  await Promise.all(sent.map((target) => sql.command(target.mutation)));
+  const storages = [...new Set(sent.map((target) => target.storage))];
+  const waiters = await Promise.all(storages.map((storage) => mutationWaiter(sql, database, storage, cluster)));
   let left: string[] = [];
-  const applied = async () => ((left = await pending()).length === 0 ? true : undefined);
-  if (!(await pollUntil(applied, { intervalMs: MUTATION_POLL_MS, timeoutMs: waitMs })))
-    throw new Error(`${target.table}: the deletion was not applied within ${waitMs} ms (waiting: ${left.join(", ")})`);
+  const applied = async () => ((left = (await Promise.all(waiters.map((pending) => pending()))).flat()).length === 0 ? true : undefined);
+  if (sent.length > 0 && !(await pollUntil(applied, { intervalMs: MUTATION_POLL_MS, timeoutMs: waitMs })))
+    throw new Error(`the deletion of ${storages.join(", ")} was not applied within ${waitMs} ms (waiting: ${left.join(", ")})`);
   return before;
 }
 

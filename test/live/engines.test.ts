@@ -21,7 +21,7 @@ import { quoteString, type Dialect } from "../../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
 import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/list";
-import { auditInsert } from "../../deploy/commands/privacy";
+import { auditInsert, deleteRows } from "../../deploy/commands/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
 import { Flusher } from "../../sink/flush";
@@ -121,21 +121,8 @@ const eventLine = (m: Record<string, unknown>, at: string) =>
     ),
   );
 
-/** Runs each deletion target's mutation that has rows to delete (its count parses the whole WHERE), waiting for database `d`'s mutations. */
-async function applyDeletion(sql: Sql, d: string, targets: readonly DeletionTarget[]): Promise<void> {
-  for (const target of targets) {
-    if ((await count(sql, target.count)) === 0) continue;
-    await sql.command(target.mutation);
-    for (
-      let tries = 0;
-      (await count(sql, `SELECT count() AS n FROM system.mutations WHERE database = '${d}' AND NOT is_done`)) > 0;
-      tries++
-    ) {
-      assert.ok(tries < 300, "the mutation is applied within 60 s");
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
+/** Runs a deletion's targets as `users delete` does (deploy/commands/privacy.ts deleteRows), at most 60 s. */
+const applyDeletion = (sql: Sql, d: string, targets: readonly DeletionTarget[]) => deleteRows(sql, d, targets, 60_000);
 
 function engineSuite(name: string, open: () => Promise<Engine>, close: () => Promise<void>, prefix: string) {
   const s = suite(name);
@@ -146,7 +133,20 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     engine = await open();
   });
   s.after(async () => {
-    for (const tag of ["spread", "bisect", "poison", "ends", "copy", "privacy", "audit", "closed", "retype", "expiry"])
+    for (const tag of [
+      "spread",
+      "bisect",
+      "poison",
+      "ends",
+      "copy",
+      "privacy",
+      "audit",
+      "closed",
+      "retype",
+      "expiry",
+      "bigdelete",
+      "rewrites",
+    ])
       await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
   });
@@ -427,6 +427,56 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
   );
 
   s(
+    "a deletion spread over many statements by planted links: sent together, ClickHouse applies several in one rewrite of a part",
+    async () => {
+      const d = db("rewrites");
+      await migrate(engine.sql, scratch(d));
+      const events = `\`${d}\`.events`;
+      // Three months of 1,000,000 rows, one part each (a part alone in its month is not merged): a
+      // part's rewrite takes a while, and the statements sent meanwhile are applied in its next one.
+      for (const month of ["07", "08", "09"])
+        await engine.sql
+          .command(`INSERT INTO ${events} (workspace_id, message_id, type, event, user_id, anonymous_id, received_at, timestamp)
+SELECT 'ws1', concat('${month}-', toString(number)), 'track', 'E', '', concat('filler-', toString(number)), toDateTime('2026-${month}-15 12:00:00'), toDateTime('2026-${month}-15 12:00:00') FROM numbers(1000000)`);
+      // 3,000 linked ids of 200 characters (a newline is 2 bytes in a statement): several statements.
+      const planted = [...Array(3_000).keys()].map((i) => `p${i}-`.padEnd(200, "\n"));
+      const at = "2026-10-20T10:00:00.000Z"; // a month of their own: no merge with the filler
+      const anonymous = planted
+        .filter((_, i) => i % 100 === 0 || i === planted.length - 1)
+        .map((anonymousId, i) => eventLine({ type: "page", messageId: `a${i}`, anonymousId }, at));
+      await engine.insertLines(events)(anonymous);
+      const targets = deletionTargets(d, "events", "ws1", "mallory", planted, Date.parse(at) / 1000 + 60).filter(
+        (t) => t.table === "events",
+      );
+      assert.ok(targets.length >= 6, `${targets.length} statements on events`);
+      const partsBefore = await count(
+        engine.sql,
+        `SELECT count() AS n FROM system.parts WHERE database = '${d}' AND table = 'events' AND active`,
+      );
+      const removed = await applyDeletion(engine.sql, d, targets);
+      assert.is(
+        removed.reduce((a, b) => a + b, 0),
+        anonymous.length,
+        "every planted id's row found",
+      );
+      assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events} WHERE anonymous_id LIKE 'p%'`), 0);
+      assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events}`), 3_000_000);
+      // Each rewrite of a part leaves the part it replaced (inactive, kept 8 minutes): names per original part.
+      const versions = await engine.sql.rows<{ part: string; n: string | number }>(
+        `SELECT arrayStringConcat(arraySlice(splitByChar('_', name), 1, 4), '_') AS part, count() AS n FROM system.parts
+WHERE database = '${d}' AND table = 'events' GROUP BY part ORDER BY part`,
+      );
+      console.log(`  ${engine.dialect}: ${targets.length} statements on events; versions per part ${versions.map((v) => v.n).join(", ")}`);
+      assert.ok(versions.length >= partsBefore);
+      // Waiting after each statement made one rewrite a statement: statements + 1 versions a part.
+      const sent = removed.filter((n) => n > 0).length;
+      assert.is(sent, targets.length, `each statement had rows to delete: ${removed.join(", ")}`);
+      for (const { part, n } of versions)
+        assert.ok(Number(n) <= sent, `${part}: ${n} versions for ${sent} statements (fewer rewrites than statements)`);
+    },
+  );
+
+  s(
     "RETENTION_DAYS on refused items: the expired ones leave, today's and the last 29 days' stay (current: setup's TTL, also on a table of an earlier release; 18.16: the sink's deletion, once a day)",
     async () => {
       const config = { ...scratch(db("expiry")), retentionDays: 30 };
@@ -510,9 +560,15 @@ engineSuite(
   async () => {
     chdb = new Chdb();
     assert.ok(Number((await chdb.start()).split(".")[0]) >= 23, `current ClickHouse, got ${chdb.version}`);
+    // chdb embeds with mutations_sync = 1, so each ALTER ... DELETE would wait for itself; a server's
+    // default is 0 (mutations run in the background), which `users delete` relies on.
+    const sql: Sql = {
+      command: (query) => chdb.command(/^ALTER TABLE .* DELETE WHERE /s.test(query) ? `${query} SETTINGS mutations_sync = 0` : query),
+      rows: (query) => chdb.rows(query),
+    };
     return {
       dialect: "current",
-      sql: chdb,
+      sql,
       insertLines: (table) => async (rows) =>
         chdb.command(
           `INSERT INTO ${table} (${EVENT_ROW_COLUMNS.join(", ")}) SETTINGS date_time_input_format = 'best_effort' FORMAT JSONEachRow\n${joinLines(rows).toString()}`,
