@@ -55,8 +55,8 @@ export interface ClickHouseConfig {
    * RETENTION_DAYS; unset keeps them forever). Whole months of events are dropped once wholly
    * older: a TTL on current ClickHouse, the sink's hourly partition drop (and `npm run cli --
    * retention`) on 18.16; refused items by a row TTL, or on 18.16 the sink's daily deletion. At
-   * most 36,500 (100 years): more would reach past 1970, where 18.16 reads a negative time as a
-   * late one, and past the end of current ClickHouse's Date (2149) in the TTL.
+   * most 36,500 (100 years), so `toDate(...) + N days` in the TTLs stays within current
+   * ClickHouse's Date (up to 2149); a cutoff before 1970 deletes nothing (sink/retention.ts).
    */
   retentionDays?: Positive & tags.Maximum<36500>;
   /**

@@ -44,9 +44,9 @@ export interface SinkConfig {
   /**
    * The longest random wait before each retention tick's deletion of refused items on 18.16, ms
    * (env SINK_RETENTION_JITTER_MS): replicas started together then do not each queue one (each
-   * rewrites that table). 0 runs it at once.
+   * rewrites that table). 0 runs it at once; at most an hour, the step's interval.
    */
-  retentionJitterMs: number & tags.Type<"uint32">;
+  retentionJitterMs: number & tags.Type<"uint32"> & tags.Maximum<3600000>;
   /** Fault-test hook (env SINK_CRASH_AT): SIGKILL itself just before or just after an insert. */
   crashAt: "" | "before-insert" | "after-insert";
   kafka: KafkaConfig;

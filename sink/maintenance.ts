@@ -28,9 +28,12 @@ const MERGE_TIMEOUT_MS = 3_600_000;
 /** A day, ms: how long a month tried is left before it is tried again. */
 const DAY_MS = 86_400_000;
 
-/** The running schedule; `stop()` clears its timers and closes its client (a step under way is cut). */
+/** The running schedule. */
 export interface Maintenance {
-  stop(): Promise<void>;
+  /** Clears its timers: no step starts after it (one under way goes on). Call first at a stop. */
+  cancel(): void;
+  /** Closes its merge client (a merge being waited for is left to ClickHouse). */
+  close(): Promise<void>;
 }
 
 /**
@@ -48,7 +51,9 @@ export async function startMaintenance(
 ): Promise<Maintenance> {
   const utcDay = () => new Date().toISOString().slice(0, 10);
   const timers = new Set<NodeJS.Timeout>();
+  let cancelled = false;
   const later = (ms: number, fn: () => void) => {
+    if (cancelled) return;
     const timer = setTimeout(() => {
       timers.delete(timer);
       fn();
@@ -102,11 +107,12 @@ export async function startMaintenance(
   later(MERGE_FIRST_DELAY_MS, mergeClosed);
 
   return {
-    stop: async () => {
+    cancel: () => {
+      cancelled = true;
       clearInterval(retention);
       clearInterval(closedMonths);
       for (const timer of timers) clearTimeout(timer);
-      await maintenance.close();
     },
+    close: () => maintenance.close(),
   };
 }

@@ -173,6 +173,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     stop: async (abortAfterMs) => {
       clearInterval(probe);
       clearInterval(dlqAgeTimer);
+      maintenance.cancel();
       // Each loop's last flush waits at most abortAfterMs (ClickHouse), and the Kafka clients'
       // disconnects as long again: a consumer's waits for its fetch or commit under way when Kafka
       // does not answer (kafkajs's request timeout, 30 s). What is left is uncommitted, read again.
@@ -182,7 +183,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       })();
       if (await settledWithin(kafkaDone, 2 * abortAfterMs)) await kafkaDone;
       else log.warn({ waitedMs: 2 * abortAfterMs }, "Kafka did not answer at the stop: the clients' disconnects are left");
-      await Promise.all([client.close(), maintenance.stop()]);
+      await Promise.all([client.close(), maintenance.close()]);
       // Only health and metrics are served here: a scrape cut at the stop costs nothing, and a
       // client polling on a connection busy at the close would otherwise hold the exit.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

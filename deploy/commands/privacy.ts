@@ -47,7 +47,7 @@ export interface PrivacyReport {
 export interface PrivacyTiming {
   /** Longest wait for the sink to pass the request's offsets (a stopped sink drops the records when it resumes). */
   sinkWaitMs: number;
-  /** Longest wait for ClickHouse to apply a mutation. */
+  /** Longest wait for ClickHouse to apply the mutations of one pass of a deletion. */
   mutationWaitMs: number;
 }
 
@@ -184,8 +184,8 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs:
 }
 
 /**
- * Deletes the targets' rows: counts each, sends the mutations of those with rows at once, then
- * waits until ClickHouse has applied them all (they run in the background: 18.16 has
+ * Deletes the targets' rows: counts each, sends the mutations of those with rows one after the
+ * other without waiting in between, then waits until ClickHouse has applied them all (they run in the background: 18.16 has
  * no lightweight delete and no mutations_sync), on a cluster on every replica
  * (schemas/clickhouse/mutations.ts). Sent together, a table's mutations are applied to each part
  * in one rewrite (a part takes every mutation queued after its version in one pass); waiting
@@ -202,9 +202,20 @@ export async function deleteRows(
   cluster?: string,
 ): Promise<number[]> {
   const before: number[] = [];
-  for (const target of targets) before.push(Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0));
+  const seen = new Set<string>();
+  for (const target of targets) {
+    if (target.keys === undefined) before.push(Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0));
+    else {
+      // Only rows no earlier target of the table matched: none is applied yet, so they would count twice.
+      const keys = (await sql.rows<{ id: string }>(target.keys)).map((r) => `${target.table}\u0000${r.id}`);
+      before.push(keys.filter((key) => !seen.has(key)).length);
+      for (const key of keys) seen.add(key);
+    }
+  }
   const sent = targets.filter((_, i) => before[i]! > 0);
-  await Promise.all(sent.map((target) => sql.command(target.mutation)));
+  // One after the other, each returning once queued (current ClickHouse may refuse concurrent
+  // ALTERs of a replicated table, code 517); the background work starts meanwhile.
+  for (const target of sent) await sql.command(target.mutation);
   const storages = [...new Set(sent.map((target) => target.storage))];
   const waiters = await Promise.all(storages.map((storage) => mutationWaiter(sql, database, storage, cluster)));
   let left: string[] = [];

@@ -201,6 +201,12 @@ export interface DeletionTarget {
   where: string;
   /** Reads the rows still there: `SELECT count() AS n FROM <table> WHERE <where>`. */
   count: string;
+  /**
+   * Where a row can match more than one target of its table (a refused item naming one linked id
+   * as anonymousId and another as previousId), the keys of the rows matched (`id` column), so
+   * each is counted once: `SELECT rejection_id AS id FROM rejected_messages WHERE <where>`.
+   */
+  keys?: string;
   /** The mutation: `ALTER TABLE <storage> [ON CLUSTER <cluster>] DELETE WHERE <where>`. */
   mutation: string;
 }
@@ -278,11 +284,13 @@ export function deletionTargets(
   ];
   return targets.map(([name, where]) => {
     const storage = storageName(name, cluster);
+    const from = `FROM ${quoteIdent(database)}.${quoteIdent(name)} WHERE ${where}`;
     return {
       table: name,
       storage,
       where,
-      count: `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(name)} WHERE ${where}`,
+      count: `SELECT count() AS n ${from}`,
+      ...(name === REJECTED_TABLE ? { keys: `SELECT rejection_id AS id ${from}` } : {}),
       mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storage)}${onCluster(cluster)} DELETE WHERE ${where}`,
     };
   });

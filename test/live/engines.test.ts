@@ -285,12 +285,25 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
       eventLine({ type: "page", messageId: `p${i}`, anonymousId }, at),
     );
     await engine.insertLines(`\`${d}\`.events`)(rows);
+    // A refused alias naming two linked ids that fall in different refused-item statements.
+    const alias = JSON.stringify({ type: "alias", previousId: controls.at(-1), anonymousId: uuids[0] });
+    await engine.sql
+      .command(`INSERT INTO \`${d}\`.rejected_messages (workspace_id, received_at, rejection_id, message_id, type, reasons, raw)
+SELECT 'ws1', now(), 'both', '', 'alias', ['userId: expected string'], ${quoteString(alias)}`);
     const targets = deletionTargets(d, "events", "ws1", "nobody", [...uuids, ...controls], Date.parse(at) / 1000 + 60);
     const statements = (table: string) => targets.filter((t) => t.table === table);
     // 2,801 ids in 2 statements on events (15 of 200 ids before), the refused-items ones by bytes.
     assert.is(statements("events").length, 2, JSON.stringify(targets.map((t) => t.table)));
     for (const target of targets) assert.ok(Buffer.byteLength(target.mutation) < 262_144, `${Buffer.byteLength(target.mutation)} bytes`);
-    await applyDeletion(engine.sql, d, targets);
+    const removed = await applyDeletion(engine.sql, d, targets);
+    const refused = targets.flatMap((t, i) => (t.table === "rejected_messages" ? [removed[i]!] : []));
+    assert.ok(refused.length > 1);
+    assert.is(
+      refused.reduce((a, b) => a + b, 0),
+      1,
+      `the refused alias counted once: ${refused.join(", ")}`,
+    );
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.rejected_messages`), 0);
     const left = await engine.sql.rows<{ anonymous_id: string }>(`SELECT anonymous_id FROM \`${d}\`.events FINAL`);
     assert.equal(
       left.map((r) => r.anonymous_id),
@@ -427,7 +440,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
   );
 
   s(
-    "a deletion spread over many statements by planted links: sent together, ClickHouse applies several in one rewrite of a part",
+    "a deletion spread over many statements by planted links: sent without waiting in between, 18.16 applies several in one rewrite of a part",
     async () => {
       const d = db("rewrites");
       await migrate(engine.sql, scratch(d));
@@ -438,17 +451,17 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
         await engine.sql
           .command(`INSERT INTO ${events} (workspace_id, message_id, type, event, user_id, anonymous_id, received_at, timestamp)
 SELECT 'ws1', concat('${month}-', toString(number)), 'track', 'E', '', concat('filler-', toString(number)), toDateTime('2026-${month}-15 12:00:00'), toDateTime('2026-${month}-15 12:00:00') FROM numbers(1000000)`);
-      // 3,000 linked ids of 200 characters (a newline is 2 bytes in a statement): several statements.
-      const planted = [...Array(3_000).keys()].map((i) => `p${i}-`.padEnd(200, "\n"));
+      // 6,000 linked ids of 200 characters (a newline is 2 bytes in a statement): several statements.
+      const planted = [...Array(6_000).keys()].map((i) => `p${i}-`.padEnd(200, "\n"));
       const at = "2026-10-20T10:00:00.000Z"; // a month of their own: no merge with the filler
       const anonymous = planted
-        .filter((_, i) => i % 100 === 0 || i === planted.length - 1)
+        .filter((_, i) => i % 200 === 0 || i === planted.length - 1)
         .map((anonymousId, i) => eventLine({ type: "page", messageId: `a${i}`, anonymousId }, at));
       await engine.insertLines(events)(anonymous);
       const targets = deletionTargets(d, "events", "ws1", "mallory", planted, Date.parse(at) / 1000 + 60).filter(
         (t) => t.table === "events",
       );
-      assert.ok(targets.length >= 6, `${targets.length} statements on events`);
+      assert.ok(targets.length >= 10, `${targets.length} statements on events`);
       const partsBefore = await count(
         engine.sql,
         `SELECT count() AS n FROM system.parts WHERE database = '${d}' AND table = 'events' AND active`,
@@ -461,7 +474,10 @@ SELECT 'ws1', concat('${month}-', toString(number)), 'track', 'E', '', concat('f
       );
       assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events} WHERE anonymous_id LIKE 'p%'`), 0);
       assert.is(await count(engine.sql, `SELECT count() AS n FROM ${events}`), 3_000_000);
-      // Each rewrite of a part leaves the part it replaced (inactive, kept 8 minutes): names per original part.
+      // Each new version of a part leaves the one it replaced (inactive, kept 8 minutes): names per
+      // original part. 18.16 rewrites a part for a mutation; current ClickHouse only hard-links a
+      // part no row of which matches (here all but the planted rows' part), so there the count is
+      // of cheap copies, which the timing of the statements decides: shown, not bounded.
       const versions = await engine.sql.rows<{ part: string; n: string | number }>(
         `SELECT arrayStringConcat(arraySlice(splitByChar('_', name), 1, 4), '_') AS part, count() AS n FROM system.parts
 WHERE database = '${d}' AND table = 'events' GROUP BY part ORDER BY part`,
@@ -471,8 +487,9 @@ WHERE database = '${d}' AND table = 'events' GROUP BY part ORDER BY part`,
       // Waiting after each statement made one rewrite a statement: statements + 1 versions a part.
       const sent = removed.filter((n) => n > 0).length;
       assert.is(sent, targets.length, `each statement had rows to delete: ${removed.join(", ")}`);
-      for (const { part, n } of versions)
-        assert.ok(Number(n) <= sent, `${part}: ${n} versions for ${sent} statements (fewer rewrites than statements)`);
+      if (engine.dialect === "legacy")
+        for (const { part, n } of versions)
+          assert.ok(Number(n) <= sent, `${part}: ${n} versions for ${sent} statements (fewer rewrites than statements)`);
     },
   );
 

@@ -106,7 +106,7 @@ test("PRIVACY_SINK_WAIT_MS is a typed setting: 60 s by default, 0 allowed, a typ
   }
 });
 
-test("RETENTION_DAYS: at most 36,500 days (100 years), so no cutoff reaches before 1970 or a TTL past 2149", () => {
+test("RETENTION_DAYS: at most 36,500 days (100 years), so a TTL's date stays before 2149; SINK_RETENTION_JITTER_MS at most an hour", () => {
   assert.is(sinkConfig({ RETENTION_DAYS: "36500" }).clickhouse.retentionDays, 36_500);
   assert.match(
     refusal(() => sinkConfig({ RETENTION_DAYS: "36501" })),
@@ -118,6 +118,10 @@ test("RETENTION_DAYS: at most 36,500 days (100 years), so no cutoff reaches befo
   );
   assert.is(sinkConfig({ SINK_RETENTION_JITTER_MS: "0" }).retentionJitterMs, 0);
   assert.is(sinkConfig({}).retentionJitterMs, 600_000);
+  assert.match(
+    refusal(() => sinkConfig({ SINK_RETENTION_JITTER_MS: "3600001" })),
+    /retentionJitterMs/,
+  );
 });
 
 test("topic retention: unset is absent (30 days on creation), -1 is for ever, less than an hour or a typo is refused", () => {

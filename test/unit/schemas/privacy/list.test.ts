@@ -283,3 +283,12 @@ test("UUID-sized ids: thousands to a statement, at most IDS_PER_DELETION", () =>
 });
 
 test.run();
+
+test("refused-item targets list their matches' rejectionIds (an item can match two of them); other tables' targets count", () => {
+  const ids = [...Array(400).keys()].map((i) => `c${i}-`.padEnd(200, "\u0001"));
+  const targets = deletionTargets("d", "events", "ws", "u", ids, 1_800_000_000);
+  const refused = targets.filter((t) => t.table === "rejected_messages");
+  assert.ok(refused.length > 1, `${refused.length} refused-item statements`);
+  for (const t of refused) assert.is(t.keys, `SELECT rejection_id AS id FROM \`d\`.\`rejected_messages\` WHERE ${t.where}`);
+  for (const t of targets.filter((t) => t.table !== "rejected_messages")) assert.is(t.keys, undefined);
+});
