@@ -184,15 +184,16 @@ async function sinkPassed(kafka: Kafka, config: SetupConfig, ends: Ends, waitMs:
 }
 
 /**
- * Deletes the targets' rows: counts each, sends the mutations of those with rows one after the
- * other without waiting in between, then waits until ClickHouse has applied them all (they run in the background: 18.16 has
- * no lightweight delete and no mutations_sync), on a cluster on every replica
- * (schemas/clickhouse/mutations.ts). Sent together, a table's mutations are applied to each part
- * in one rewrite (a part takes every mutation queued after its version in one pass); waiting
- * after each made a rewrite per statement, and linked ids, which any writeKey holder can plant,
- * spread a deletion over many statements. A mutation covers the parts that exist when it
- * starts; rows stored later are the second pass's. Returns the rows matched before, per target.
- * Throws on ClickHouse errors, or when the mutations are not applied within `waitMs`.
+ * Deletes the targets' rows: counts each (refused items by key, once), sends the mutations of
+ * those with rows one after the other without waiting in between, then waits until ClickHouse has
+ * applied them all (they run in the background: 18.16 has no lightweight delete and no
+ * mutations_sync), on a cluster on every replica (schemas/clickhouse/mutations.ts). A part takes
+ * every mutation queued after its version in its next rewrite, so the statements sent while one
+ * rewrite runs share the next; waiting after each made a rewrite per statement on 18.16, and
+ * linked ids, which any writeKey holder can plant, spread a deletion over many statements. A
+ * mutation covers the parts that exist when it starts; rows stored later are the second pass's.
+ * Returns the rows matched before, per target. Throws on ClickHouse errors, or when the
+ * mutations are not applied within `waitMs`.
  */
 export async function deleteRows(
   sql: Sql,
