@@ -17,7 +17,7 @@ import {
   partitionsToDrop,
   type MonthParts,
 } from "../schemas/clickhouse/partitions";
-import { serverVersion, type Sql } from "../schemas/clickhouse/client";
+import { countOf, serverVersion, type Sql } from "../schemas/clickhouse/client";
 import { dialectFor } from "../schemas/clickhouse/sql";
 import { recentExpiryDeletionsQuery, rejectedExpiredCountQuery, rejectedExpiryDeletionDdl } from "../schemas/clickhouse/tables";
 
@@ -53,9 +53,8 @@ export async function deleteExpiredRejected(sql: Sql, config: ClickHouseConfig, 
   const firstKept = firstKeptDay(today, config.retentionDays) / 1000;
   // Nothing is older than 1970 (18.16 would read a negative time as one past 2100, and delete all).
   if (firstKept <= 0) return 0;
-  const count = async (query: string) => Number((await sql.rows<{ n: string | number }>(query))[0]?.n ?? 0);
-  const expired = await count(rejectedExpiredCountQuery(database, firstKept));
-  if (expired === 0 || (await count(recentExpiryDeletionsQuery(database, cluster))) > 0) return 0;
+  const expired = await countOf(sql, rejectedExpiredCountQuery(database, firstKept));
+  if (expired === 0 || (await countOf(sql, recentExpiryDeletionsQuery(database, cluster))) > 0) return 0;
   await sql.command(rejectedExpiryDeletionDdl(database, firstKept, cluster));
   return expired;
 }

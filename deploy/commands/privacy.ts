@@ -18,7 +18,7 @@ import { topicMaxMessageBytes } from "../../schemas/kafka/limits";
 import { deletionTargets, linkedIdsQuery, PrivacyList, type DeletionTarget, type PrivacyEntry } from "../../schemas/privacy/list";
 import { ENTRY_PART_BYTES, entryParts } from "../../schemas/privacy/parts";
 import { followSuppressions } from "../../schemas/privacy/follower";
-import type { Sql } from "../../schemas/clickhouse/client";
+import { countOf, type Sql } from "../../schemas/clickhouse/client";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
 import { pollUntil } from "../../schemas/runtime/poll";
 import { withAdmin } from "../../schemas/kafka/client";
@@ -205,7 +205,7 @@ export async function deleteRows(
   const before: number[] = [];
   const seen = new Set<string>();
   for (const target of targets) {
-    if (target.keys === undefined) before.push(Number((await sql.rows<{ n: string }>(target.count))[0]?.n ?? 0));
+    if (target.keys === undefined) before.push(await countOf(sql, target.count));
     else {
       // Only rows no earlier target of the table matched: none is applied yet, so they would count twice.
       const keys = (await sql.rows<{ id: string }>(target.keys)).map((r) => `${target.table}\u0000${r.id}`);

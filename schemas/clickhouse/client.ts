@@ -39,6 +39,11 @@ export interface Sql {
   rows<T>(query: string): Promise<T[]>;
 }
 
+/** The `n` column of a query's first row as a number (a `count() AS n`), 0 without a row. Throws on ClickHouse errors. */
+export async function countOf(sql: Sql, query: string): Promise<number> {
+  return Number((await sql.rows<{ n: string | number }>(query))[0]?.n ?? 0);
+}
+
 /** An Sql over @clickhouse/client. */
 export function clientSql(client: ClickHouseClient): Sql {
   return {

@@ -7,7 +7,7 @@
  * znode named in its `<zookeeper_path>/replicas/<replica>/mutation_pointer` (ReplicatedMergeTree
  * moves it when a mutation finishes on that replica; same layout on 18.16 and current).
  */
-import type { Sql } from "./client";
+import { countOf, type Sql } from "./client";
 import { quoteString } from "./sql";
 
 /** A shard's ZooKeeper path and the newest mutation znode there when the wait began. */
@@ -31,7 +31,7 @@ export async function mutationWaiter(sql: Sql, database: string, table: string, 
     const pending = `SELECT count() AS n FROM system.mutations
 WHERE database = ${quoteString(database)} AND table = ${quoteString(table)} AND NOT is_done`;
     return async () => {
-      const n = Number((await sql.rows<{ n: string | number }>(pending))[0]?.n ?? 0);
+      const n = await countOf(sql, pending);
       return n === 0 ? [] : [`${n} mutation(s) of ${table}`];
     };
   }
