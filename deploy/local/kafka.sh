@@ -35,6 +35,8 @@ NODE_ID="${KAFKA_NODE_ID:-1}"
 VOTERS="${KAFKA_QUORUM_VOTERS:-$NODE_ID@127.0.0.1:$CONTROLLER_PORT}"
 INTERNAL_REPLICAS="${KAFKA_INTERNAL_REPLICAS:-1}"
 HEAP="${KAFKA_HEAP:-512m}"
+# The broker's version: kafka-pom.xml's kafka.version (the production manifests run the same one).
+VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/kafka-pom.xml")"
 
 # shellcheck disable=SC2034 # NOUN and ENDPOINT are read by daemon.sh
 NOUN=broker ENDPOINT="$HOST:$PORT"
@@ -60,8 +62,8 @@ fail() {
 }
 
 fetch_jars() {
-  if compgen -G "$LIB/kafka_2.13-*.jar" >/dev/null; then return 0; fi
-  say "downloading broker jars from Maven Central (first start only)..."
+  if [[ -f $LIB/kafka_2.13-$VERSION.jar ]]; then return 0; fi
+  say "downloading the jars of Kafka $VERSION from Maven Central (first start only)..."
   rm -rf "$LIB.tmp"
   mvn -B -q -f "$HERE/kafka-pom.xml" dependency:copy-dependencies -DoutputDirectory="$LIB.tmp" \
     >"$DIR/mvn.log" 2>&1 || { tail -n 30 "$DIR/mvn.log"; fail "downloading the broker jars failed"; }
@@ -91,17 +93,22 @@ min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
 EOF
   # Warnings and errors only, plus the one line that says the server is up.
-  cat >"$DIR/log4j.properties" <<'EOF'
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka.server.KafkaRaftServer=INFO
+  # (log4j 2's properties format: Kafka 4 dropped log4j 1.)
+  cat >"$DIR/log4j2.properties" <<'EOF'
+rootLogger.level=WARN
+rootLogger.appenderRef.stderr.ref=STDERR
+appender.stderr.type=Console
+appender.stderr.name=STDERR
+appender.stderr.target=SYSTEM_ERR
+appender.stderr.layout.type=PatternLayout
+appender.stderr.layout.pattern=[%d] %p %m (%c)%n
+logger.server.name=kafka.server.KafkaRaftServer
+logger.server.level=INFO
 EOF
 }
 
-java_run() { java -Dlog4j.configuration="file:$DIR/log4j.properties" -cp "$LIB/*" "$@"; }
+LOG_CONFIG="-Dlog4j2.configurationFile=file:$DIR/log4j2.properties"
+java_run() { java "$LOG_CONFIG" -cp "$LIB/*" "$@"; }
 
 format_storage() {
   if [[ -f $DIR/data/meta.properties ]]; then return 0; fi
@@ -131,8 +138,7 @@ start() {
     write_config
     format_storage
     say "starting broker at $HOST:$PORT (controller 127.0.0.1:$CONTROLLER_PORT, log $LOG)"
-    spawn_detached "$LOG" java "-Xmx$HEAP" -Xms256m -Dlog4j.configuration="file:$DIR/log4j.properties" \
-      -cp "$LIB/*" kafka.Kafka "$PROPS"
+    spawn_detached "$LOG" java "-Xmx$HEAP" -Xms256m "$LOG_CONFIG" -cp "$LIB/*" kafka.Kafka "$PROPS"
     pid=$SPAWNED_PID
   fi
   local deadline=$((SECONDS + 90))

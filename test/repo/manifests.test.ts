@@ -159,6 +159,18 @@ function documentedSettings(): Set<string> {
 
 const DOCUMENTED = documentedSettings();
 
+/** The Kafka version the local stack and the tests run: deploy/local/kafka-pom.xml's kafka.version. */
+const LOCAL_KAFKA_VERSION = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(
+  readFileSync(join(ROOT, "deploy", "local", "kafka-pom.xml"), "utf8"),
+)![1]!;
+
+/**
+ * The Kafka versions Strimzi 1.2.0 (the release whose CRDs validate deploy/k8s/operators) runs, with
+ * their metadata versions: its kafka-versions.yaml, entries marked supported. Its operator refuses a
+ * Kafka resource of any other version, which the CRD's schema (a free string) does not catch.
+ */
+const STRIMZI_KAFKA_VERSIONS: Record<string, string> = { "4.2.0": "4.2-IV1", "4.2.1": "4.2-IV1", "4.3.0": "4.3-IV0", "4.3.1": "4.3-IV0" };
+
 /** The commands deploy/cli.ts dispatches on. */
 function cliCommands(): Set<string> {
   const source = readFileSync(join(ROOT, "deploy", "cli.ts"), "utf8");
@@ -340,7 +352,7 @@ function composeRuleViolations(compose: Json): string[] {
   const services: Record<string, Json> = compose.services ?? {};
   const condition = (from: string, to: string) => services[from]?.depends_on?.[to]?.condition;
   for (const [name, image] of [
-    ["kafka", "apache/kafka:3.9.1"],
+    ["kafka", `apache/kafka:${LOCAL_KAFKA_VERSION}`],
     ["clickhouse", "clickhouse/clickhouse-server:24.8"],
   ]) {
     if (services[name]?.image !== image) out.push(`${name}: image must be ${image}`);
@@ -683,6 +695,24 @@ test("deploy/compose.yaml validates against the Compose Specification and starts
     mutate(copy);
     expectRefused(what, check(copy), expected);
   }
+});
+
+test("the Kafka resource runs a version Strimzi runs, the one the local stack and compose run", () => {
+  const kafka = objects(join(K8S, "operators")).find((m) => m.kind === "Kafka")!;
+  const { version, metadataVersion } = kafka.spec.kafka as { version: string; metadataVersion: string };
+  console.log(`\nKafka: ${version} (metadata ${metadataVersion}) in the Kafka resource; ${LOCAL_KAFKA_VERSION} in the local stack`);
+  assert.ok(
+    version in STRIMZI_KAFKA_VERSIONS,
+    `Strimzi 1.2.0 runs Kafka ${Object.keys(STRIMZI_KAFKA_VERSIONS).join(", ")}, not ${version}`,
+  );
+  assert.is(metadataVersion, STRIMZI_KAFKA_VERSIONS[version]);
+  assert.is(version, LOCAL_KAFKA_VERSION, "the tests must run the version production runs");
+  // Its only listener has no authentication: reachable from the application's namespace alone.
+  const listeners = kafka.spec.kafka.listeners as Json[];
+  for (const listener of listeners)
+    assert.equal(listener.networkPolicyPeers, [
+      { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "segment-ingest" } } },
+    ]);
 });
 
 test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI entrypoint", () => {
