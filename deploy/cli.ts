@@ -50,6 +50,7 @@ const USAGE = `usage: cli <command>
                                  text cells cut at ${CELL_WIDTH} characters (…), --json gives the full values
   properties materialize <key> [--from properties|traits|context] [--type String|Float64|Int64|UInt8]
                                  a column prop_<key> (trait_, ctx_) computed at insert, filled for stored rows
+                                 (no --type: the one JSON type the catalog saw for the key, else refused)
   properties dematerialize <key> [--from ...]   drop that column
   properties list                the materialized key columns`;
 
