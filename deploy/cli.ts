@@ -25,7 +25,7 @@ import { runPrivacyRequest } from "./commands/privacy";
 import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/dlq-progress";
 import { runSetup } from "./setup/main";
-import { catalogText, readCatalog } from "./commands/catalog";
+import { CELL_WIDTH, catalogText, readCatalog } from "./commands/catalog";
 import { dematerializeKey, listMaterialized, materializeKey } from "./commands/properties";
 import { COLUMN_TYPES, type ColumnType, type PropertySource } from "../schemas/clickhouse/materialize";
 
@@ -46,9 +46,11 @@ const USAGE = `usage: cli <command>
                                  --suppress also drops their later events (answered 2xx, not stored)
   users suppress <workspaceId> <userId> [--by <who>]     drop later events of the user, keep stored ones
   users unsuppress <workspaceId> <userId> [--by <who>]   store the user's events again
-  catalog [workspaceId] [--json] the events and property keys that arrived, with types, counts, first/last seen
+  catalog [workspaceId] [--json] the events and property keys that arrived, with types, counts, first/last seen;
+                                 text cells cut at ${CELL_WIDTH} characters (…), --json gives the full values
   properties materialize <key> [--from properties|traits|context] [--type String|Float64|Int64|UInt8]
                                  a column prop_<key> (trait_, ctx_) computed at insert, filled for stored rows
+                                 (no --type: the one JSON type the catalog saw for the key, else refused)
   properties dematerialize <key> [--from ...]   drop that column
   properties list                the materialized key columns`;
 

@@ -2,7 +2,8 @@
  * `cli catalog [workspaceId] [--json]`: what has arrived, from the event_catalog and property_catalog views
  * (schemas/clickhouse/catalog.ts): each event with its messages and first and last receipt, then
  * each top-level key of properties, traits and context per event with the JSON types seen. Text
- * tables, or with --json one JSON object `{events, properties}`.
+ * tables (each cell cut to CELL_WIDTH characters), or with --json one JSON object
+ * `{events, properties}` holding the full values.
  */
 import type { Sql } from "../../schemas/clickhouse/client";
 import { eventCatalogQuery, propertyCatalogQuery, type EventCatalogRow, type PropertyCatalogRow } from "../../schemas/clickhouse/catalog";
@@ -20,7 +21,11 @@ export async function readCatalog(
   return { events, properties };
 }
 
-/** The catalog as aligned text: an events table, then a properties table. Pure. */
+/**
+ * The catalog as aligned text: an events table, then a properties table, one line a row. A cell
+ * shows its value escaped (cellText) and cut to CELL_WIDTH characters ending in `…`: names and
+ * keys come from any writeKey holder, unbounded; `--json` has the full values. Pure.
+ */
 export function catalogText(catalog: { events: EventCatalogRow[]; properties: PropertyCatalogRow[] }): string {
   const label = (r: EventCatalogRow) => r.event || r.name;
   const events = table(
@@ -44,9 +49,44 @@ export function catalogText(catalog: { events: EventCatalogRow[]; properties: Pr
   return `Events\n${events}\n\nProperties\n${properties}\n`;
 }
 
+/** Widest a text cell is shown, in UTF-16 units: a longer value ends in `…` at this width. */
+export const CELL_WIDTH = 60;
+
+/**
+ * Code points a terminal would act on, or that hide or reorder text, which JSON.stringify leaves
+ * as they are: DEL and the C1 controls (U+007F-U+009F; U+009B is an 8-bit CSI, U+0085 a line
+ * break), zero-width U+200B-U+200D, the marks U+200E-U+200F, line and paragraph separators
+ * U+2028-U+2029, bidi embeddings and overrides U+202A-U+202E, bidi isolates U+2066-U+2069 (Unicode
+ * UAX #9) and the zero-width no-break space U+FEFF.
+ */
+const HIDDEN = /[\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/;
+
+/**
+ * One cell's text, escaped so a row stays one line, read left to right, and two values that differ
+ * look different: C0 controls, `"`, `\` and lone surrogates as JSON.stringify writes them, HIDDEN
+ * code points as \uXXXX (lower-case hex, as JSON.stringify's). At most CELL_WIDTH UTF-16 units: a
+ * longer text keeps the whole escapes and code points that fit in CELL_WIDTH - 1, then `…`. Pure.
+ */
+export function cellText(value: string): string {
+  const pieces: string[] = [];
+  let width = 0;
+  for (const ch of value) {
+    const piece = HIDDEN.test(ch) ? `\\u${ch.codePointAt(0)!.toString(16).padStart(4, "0")}` : JSON.stringify(ch).slice(1, -1);
+    pieces.push(piece);
+    width += piece.length;
+    if (width > CELL_WIDTH) break; // too wide already: the rest is not shown
+  }
+  if (width <= CELL_WIDTH) return pieces.join("");
+  let shown = "";
+  for (const piece of pieces) {
+    if (shown.length + piece.length > CELL_WIDTH - 1) break;
+    shown += piece;
+  }
+  return `${shown}…`;
+}
+
 function table(header: string[], rows: string[][]): string {
-  // A name may hold any character: show control characters escaped, so a row stays one line.
-  const cells = [header, ...rows.map((row) => row.map((cell) => JSON.stringify(cell).slice(1, -1)))];
+  const cells = [header, ...rows.map((row) => row.map(cellText))];
   const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
   return cells
     .map((row) =>

@@ -4,52 +4,57 @@
  * key (schemas/clickhouse/materialize.ts), computed at every insert and written into the rows
  * stored before it: on current ClickHouse by a MATERIALIZE COLUMN mutation, on 18.16 by
  * rewriting each month partition that lacks it (OPTIMIZE ... FINAL). Idempotent: a column that
- * exists is left as it is.
+ * exists is left as it is (its type reported as system.columns gives it). Without --type the
+ * type is one the catalog saw alone for the key (columnTypeFor), else an error value.
  */
 import type { Sql } from "../../schemas/clickhouse/client";
 import { serverVersion } from "../../schemas/clickhouse/client";
-import { PROPERTY_CATALOG_VIEW } from "../../schemas/clickhouse/catalog";
+import { keyTypesQuery, type KeyTypeSeen } from "../../schemas/clickhouse/catalog";
 import {
   addColumnDdl,
   columnName,
+  columnTypeFor,
   dropColumnDdl,
   fillPartitionsQuery,
   materializeColumnDdl,
   materializedColumnsQuery,
   optimizePartitionDdl,
-  suggestedType,
   type ColumnType,
   type PropertySource,
 } from "../../schemas/clickhouse/materialize";
-import { columnsQuery, dialectFor, quoteIdent, quoteString, storageName } from "../../schemas/clickhouse/sql";
+import { columnsQuery, dialectFor, storageName } from "../../schemas/clickhouse/sql";
 import type { ClickHouseConfig } from "../../schemas/config";
 import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import { pollUntil } from "../../schemas/runtime/poll";
 import { sleep } from "../../schemas/runtime/retry";
 
-/** What `materialize` did: the column, its type, and how the stored rows were filled. */
+/**
+ * What `materialize` did: the column, its type (of a column that existed, as system.columns
+ * gives it, whatever --type asked), and how the stored rows were filled; or why nothing was done.
+ */
 export type MaterializeResult =
-  { ok: true; column: string; type: ColumnType; existed: boolean; filled: string; seconds: number } | { ok: false; error: string };
+  { ok: true; column: string; type: string; existed: boolean; filled: string; seconds: number } | { ok: false; error: string };
 
 /** How long the fill may take before the command gives up (the column stays, computed at read), ms. */
 const FILL_WAIT_MS = 3_600_000;
 const POLL_MS = 500;
 
-async function hasColumn(sql: Sql, config: ClickHouseConfig, column: string): Promise<boolean> {
-  const names = await sql.rows<{ name: string }>(columnsQuery(config.database, storageName(config.table, config.cluster)));
-  return names.some((c) => c.name === column);
+/** The type of the events table's column (on a cluster, `<table>_local`'s); undefined when there is none. */
+async function columnType(sql: Sql, config: ClickHouseConfig, column: string): Promise<string | undefined> {
+  const columns = await sql.rows<{ name: string; type: string }>(columnsQuery(config.database, storageName(config.table, config.cluster)));
+  return columns.find((c) => c.name === column)?.type;
 }
 
-/** The JSON types the catalog saw for a key (all workspaces); none when the catalog is absent. */
-async function catalogTypes(sql: Sql, database: string, source: PropertySource, key: string): Promise<string[]> {
-  const query = `SELECT types FROM ${quoteIdent(database)}.${quoteIdent(PROPERTY_CATALOG_VIEW)} WHERE source = ${quoteString(source)} AND key = ${quoteString(key)}`;
-  const rows = await sql.rows<{ types: string[] }>(query).catch(() => [] as { types: string[] }[]);
-  return [...new Set(rows.flatMap((r) => r.types))];
+/** The JSON types the catalog saw for a key in every workspace. Throws when the catalog cannot be read. */
+async function catalogTypes(sql: Sql, database: string, source: PropertySource, key: string): Promise<KeyTypeSeen[]> {
+  const rows = await sql.rows<KeyTypeSeen>(keyTypesQuery(database, source, key));
+  return rows.map((r) => ({ type: r.type, messages: Number(r.messages), workspaces: Number(r.workspaces) }));
 }
 
 /**
- * Adds the key's column and fills it for stored rows. `type` unset: what the catalog saw
- * (suggestedType). A key that cannot be a column is an error value; ClickHouse failures throw.
+ * Adds the key's column and fills it for stored rows. `type` unset: the one the catalog saw
+ * (columnTypeFor). A key that cannot be a column, or whose catalog types do not decide, is an
+ * error value and nothing is changed; ClickHouse failures (a catalog that cannot be read too) throw.
  */
 export async function materializeKey(
   sql: Sql,
@@ -63,13 +68,18 @@ export async function materializeKey(
   const { column } = named;
   const started = Date.now();
   const dialect = dialectFor(await serverVersion(sql));
-  const chosen = type ?? suggestedType(await catalogTypes(sql, config.database, source, key));
-  const existed = await hasColumn(sql, config, column);
-  if (!existed)
-    for (const ddl of addColumnDdl(dialect, config.database, config.table, column, { source, key, type: chosen }, config.cluster))
+  let existing = await columnType(sql, config, column);
+  const existed = existing !== undefined;
+  if (existing === undefined) {
+    const chosen =
+      type === undefined ? columnTypeFor(source, key, await catalogTypes(sql, config.database, source, key)) : { ok: true as const, type };
+    if (!chosen.ok) return chosen;
+    for (const ddl of addColumnDdl(dialect, config.database, config.table, column, { source, key, type: chosen.type }, config.cluster))
       await sql.command(ddl);
+    existing = chosen.type;
+  }
   const filled = dialect === "current" ? await fillByMutation(sql, config, column) : await fillByRewrite(sql, config, column);
-  return { ok: true, column, type: chosen, existed, filled, seconds: (Date.now() - started) / 1000 };
+  return { ok: true, column, type: existing, existed, filled, seconds: (Date.now() - started) / 1000 };
 }
 
 async function fillByMutation(sql: Sql, config: ClickHouseConfig, column: string): Promise<string> {
@@ -110,7 +120,7 @@ export async function dematerializeKey(
 ): Promise<{ ok: true; dropped: boolean } | { ok: false; error: string }> {
   const named = columnName(source, key);
   if (!named.ok) return named;
-  if (!(await hasColumn(sql, config, named.column))) return { ok: true, dropped: false };
+  if ((await columnType(sql, config, named.column)) === undefined) return { ok: true, dropped: false };
   const dialect = dialectFor(await serverVersion(sql));
   for (const ddl of dropColumnDdl(dialect, config.database, config.table, named.column, config.cluster)) await sql.command(ddl);
   return { ok: true, dropped: true };

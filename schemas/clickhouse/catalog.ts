@@ -117,15 +117,46 @@ FROM (
     substring(entry, 3) AS key,
     arraySort(groupUniqArray(${decode("substring(entry, 2, 1)", TYPE_CODES)})) AS kinds,
     uniqMerge(shape_count) AS n, min(shape_first) AS first, max(shape_last) AS last
-  FROM (
+  ${shapeEntries(database, workspaceId)}
+  GROUP BY workspace_id, type, event, name, source, key
+)`;
+}
+
+/**
+ * `FROM` catalog_shapes merged per shape (shape_keys, shape_count, shape_first, shape_last),
+ * spread over the shape's key entries (`entry`, as schemas/catalog-keys.ts writes them).
+ */
+function shapeEntries(database: string, workspaceId?: string): string {
+  return `FROM (
     SELECT workspace_id, type, event, name, argMaxMerge(keys) AS shape_keys, uniqMergeState(count) AS shape_count,
       minMerge(first_seen) AS shape_first, maxMerge(last_seen) AS shape_last
     FROM ${shapes(database, workspaceId)}
     GROUP BY workspace_id, type, event, name, shape
   )
-  ARRAY JOIN shape_keys AS entry
-  GROUP BY workspace_id, type, event, name, source, key
-)`;
+  ARRAY JOIN shape_keys AS entry`;
+}
+
+/** One JSON type a key was seen with: `messages` holding it so, in how many `workspaces`. */
+export interface KeyTypeSeen {
+  type: string;
+  messages: number;
+  workspaces: number;
+}
+
+/**
+ * The JSON types one key of `source` was seen with in every workspace, most messages first:
+ * columns type (string, number, boolean, object, array, null), messages (uniq of message ids, as
+ * `count`) and workspaces (UInt64: a number or a decimal string, by engine).
+ */
+export function keyTypesQuery(database: string, source: keyof typeof SOURCE_CODES, key: string): string {
+  return `SELECT json_type AS type, n AS messages, w AS workspaces
+FROM (
+  SELECT ${decode("substring(entry, 2, 1)", TYPE_CODES)} AS json_type, uniqMerge(shape_count) AS n, uniqExact(workspace_id) AS w
+  ${shapeEntries(database)}
+  WHERE substring(entry, 1, 1) = ${quoteString(SOURCE_CODES[source])} AND substring(entry, 3) = ${quoteString(key)}
+  GROUP BY json_type
+)
+ORDER BY messages DESC, type`;
 }
 
 /**

@@ -7,6 +7,7 @@
  * which takes the first key of that name at any depth (`{"a":{"plan":1},"plan":2}` gives 1):
  * there, materialize only keys no nested object repeats.
  */
+import type { KeyTypeSeen } from "./catalog";
 import { EVENTS_SHARDING_KEY } from "./events";
 import { Dialect, alterDistributedDdl, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
@@ -14,7 +15,11 @@ import { Dialect, alterDistributedDdl, onCluster, quoteIdent, quoteString, stora
 export const COLUMN_PREFIXES = { properties: "prop_", traits: "trait_", context: "ctx_" } as const;
 export type PropertySource = keyof typeof COLUMN_PREFIXES;
 
-/** The column types a key may be stored as: String (any value's text), Float64 and Int64 (numbers), UInt8 (booleans). */
+/**
+ * The column types a key may be stored as: String (the text of a string; of any other value its
+ * JSON text, null and an absent key ''), Float64 and Int64 (numbers), UInt8 (booleans). Values of
+ * another type read as 0 in the numeric columns (a numeric string as its number).
+ */
 export const COLUMN_TYPES = ["String", "Float64", "Int64", "UInt8"] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
@@ -49,9 +54,17 @@ const EXTRACT: Record<Dialect, Record<ColumnType, string>> = {
   },
 };
 
-/** The expression computing a key's value from its JSON text column ('' or 0 when absent). */
+/**
+ * The expression computing a key's value from its JSON text column ('' or 0 when absent). A
+ * String on 18.16: visitParamExtractString gives '' for any value but a string, where current
+ * ClickHouse's JSONExtractString gives the value's JSON text, so a value not in quotes is read
+ * raw (visitParamExtractRaw; `null` as ''), which makes both engines agree.
+ */
 export function extractExpression(dialect: Dialect, m: MaterializedKey): string {
-  return `${EXTRACT[dialect][m.type]}(${m.source}, ${quoteString(m.key)})`;
+  const read = (f: string) => `${f}(${m.source}, ${quoteString(m.key)})`;
+  if (dialect === "current" || m.type !== "String") return read(EXTRACT[dialect][m.type]);
+  const raw = read("visitParamExtractRaw");
+  return `multiIf(startsWith(${raw}, '"'), ${read("visitParamExtractString")}, ${raw} = 'null', '', ${raw})`;
 }
 
 /**
@@ -127,12 +140,29 @@ ORDER BY name`;
 }
 
 /**
- * The type a key's values suggest, from the JSON types the catalog saw (property_catalog
- * `types`): Float64 for numbers only, UInt8 for booleans only, else String.
+ * The column type for a key materialized without `--type`, from the JSON types the catalog saw
+ * for it in every workspace (keyTypesQuery): one type besides null decides (number: Float64,
+ * boolean: UInt8, string, object or array: String). Two or more, or none, is an error value
+ * naming them with their messages and workspaces: one message from any writeKey holder must not
+ * choose every workspace's column, so the operator chooses with --type. Pure.
  */
-export function suggestedType(jsonTypes: readonly string[]): ColumnType {
-  const seen = jsonTypes.filter((t) => t !== "null");
-  if (seen.length === 1 && seen[0] === "number") return "Float64";
-  if (seen.length === 1 && seen[0] === "boolean") return "UInt8";
-  return "String";
+export function columnTypeFor(
+  source: PropertySource,
+  key: string,
+  seen: readonly KeyTypeSeen[],
+): { ok: true; type: ColumnType } | { ok: false; error: string } {
+  const values = seen.filter((s) => s.type !== "null");
+  if (values.length === 1) {
+    const only = values[0]!.type;
+    return { ok: true, type: only === "number" ? "Float64" : only === "boolean" ? "UInt8" : "String" };
+  }
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  const listed = seen.map((s) => `${s.type} (${plural(s.messages, "message")}, ${plural(s.workspaces, "workspace")})`).join(", ");
+  const saw = seen.length === 0 ? "no value of it" : values.length === 0 ? `only ${listed}` : `${values.length} JSON types: ${listed}`;
+  return {
+    ok: false,
+    error:
+      `${source}.${key}: the catalog saw ${saw}, over all workspaces; no column type is guessed and nothing was changed. ` +
+      `Choose one with --type: Float64 or Int64 (numbers; other values read 0), UInt8 (booleans), String (a string's text, any other value's JSON text)`,
+  };
 }

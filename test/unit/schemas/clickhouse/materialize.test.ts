@@ -3,13 +3,14 @@ import * as assert from "uvu/assert";
 import {
   addColumnDdl,
   columnName,
+  columnTypeFor,
   dropColumnDdl,
   extractExpression,
   fillPartitionsQuery,
   materializeColumnDdl,
   optimizePartitionDdl,
-  suggestedType,
 } from "../../../../schemas/clickhouse/materialize";
+import { keyTypesQuery } from "../../../../schemas/clickhouse/catalog";
 
 test("columnName: prefix by source; keys that would need renaming are refused by name", () => {
   assert.equal(columnName("properties", "plan"), { ok: true, column: "prop_plan" });
@@ -22,6 +23,12 @@ test("columnName: prefix by source; keys that would need renaming are refused by
 });
 
 test("extractExpression: exact JSONExtract* on current ClickHouse, visitParam* on 18.16, quoted key", () => {
+  // 18.16's String: a quoted value as visitParamExtractString reads it, null as '', any other value raw (as JSONExtractString)
+  assert.is(
+    extractExpression("legacy", { source: "properties", key: "amount", type: "String" }),
+    "multiIf(startsWith(visitParamExtractRaw(properties, 'amount'), '\"'), visitParamExtractString(properties, 'amount'), " +
+      "visitParamExtractRaw(properties, 'amount') = 'null', '', visitParamExtractRaw(properties, 'amount'))",
+  );
   assert.is(extractExpression("current", { source: "properties", key: "plan", type: "String" }), "JSONExtractString(properties, 'plan')");
   assert.is(extractExpression("legacy", { source: "traits", key: "age", type: "Int64" }), "visitParamExtractInt(traits, 'age')");
   assert.is(extractExpression("current", { source: "context", key: "ok", type: "UInt8" }), "JSONExtractBool(context, 'ok')");
@@ -42,7 +49,10 @@ test("add and drop: MATERIALIZED on one server; on a cluster DEFAULT on _local O
   assert.match(current[1]!, /^ALTER TABLE `db`\.`events` ON CLUSTER `c1` ADD COLUMN `prop_plan` String DEFAULT JSONExtract/);
   // 18.16 refuses ALTER ON CLUSTER of a Distributed table: it is made again over the altered _local tables.
   const legacy = addColumnDdl("legacy", "db", "events", "prop_plan", key, "c1");
-  assert.match(legacy[0]!, /^ALTER TABLE `db`\.`events_local` ON CLUSTER `c1` ADD COLUMN `prop_plan` String DEFAULT visitParam/);
+  assert.match(
+    legacy[0]!,
+    /^ALTER TABLE `db`\.`events_local` ON CLUSTER `c1` ADD COLUMN `prop_plan` String DEFAULT multiIf\(startsWith\(visitParamExtractRaw/,
+  );
   assert.ok(!legacy.slice(1).some((q) => q.startsWith("ALTER")), legacy.join("\n"));
   assert.is(legacy[1], "DROP TABLE IF EXISTS `db`.`events` ON CLUSTER `c1`");
   assert.is(
@@ -71,12 +81,48 @@ test("the fill: a mutation on current ClickHouse; on 18.16 a rewrite of each mon
   assert.throws(() => optimizePartitionDdl("db", "events", "1; DROP TABLE x"));
 });
 
-test("suggestedType follows the JSON types the catalog saw", () => {
-  assert.is(suggestedType(["number"]), "Float64");
-  assert.is(suggestedType(["null", "number"]), "Float64");
-  assert.is(suggestedType(["boolean"]), "UInt8");
-  assert.is(suggestedType(["number", "string"]), "String");
-  assert.is(suggestedType([]), "String");
+test("columnTypeFor: one JSON type besides null decides the column type", () => {
+  const seen = (type: string, messages = 5, workspaces = 1) => ({ type, messages, workspaces });
+  assert.equal(columnTypeFor("properties", "amount", [seen("number")]), { ok: true, type: "Float64" });
+  assert.equal(columnTypeFor("properties", "amount", [seen("number"), seen("null")]), { ok: true, type: "Float64" });
+  assert.equal(columnTypeFor("traits", "vip", [seen("boolean")]), { ok: true, type: "UInt8" });
+  for (const t of ["string", "object", "array"]) assert.equal(columnTypeFor("context", "k", [seen(t)]), { ok: true, type: "String" }, t);
+});
+
+test("columnTypeFor: two types, only null or nothing seen is an error naming what was seen and --type", () => {
+  // one track with amount "lol" from another workspace: no longer a String column over every workspace's numbers
+  const mixed = columnTypeFor("properties", "amount", [
+    { type: "number", messages: 2, workspaces: 1 },
+    { type: "string", messages: 1, workspaces: 1 },
+  ]);
+  assert.ok(!mixed.ok, JSON.stringify(mixed));
+  assert.match(
+    mixed.error,
+    /^properties\.amount: the catalog saw 2 JSON types: number \(2 messages, 1 workspace\), string \(1 message, 1 workspace\)/,
+  );
+  assert.match(mixed.error, /nothing was changed/);
+  assert.match(mixed.error, /--type: Float64 or Int64 .*UInt8 .*String/);
+  const nulls = columnTypeFor("traits", "plan", [{ type: "null", messages: 3, workspaces: 2 }]);
+  assert.ok(!nulls.ok && nulls.error.includes("saw only null (3 messages, 2 workspaces)"), JSON.stringify(nulls));
+  const none = columnTypeFor("properties", "plan", []);
+  assert.ok(!none.ok && none.error.startsWith("properties.plan: the catalog saw no value of it"), JSON.stringify(none));
+  const three = columnTypeFor("properties", "x", [
+    { type: "number", messages: 9, workspaces: 3 },
+    { type: "boolean", messages: 1, workspaces: 1 },
+    { type: "null", messages: 1, workspaces: 1 },
+  ]);
+  assert.ok(
+    !three.ok && three.error.includes("2 JSON types: number (9 messages, 3 workspaces), boolean (1 message, 1 workspace), null"),
+    JSON.stringify(three),
+  );
+});
+
+test("keyTypesQuery: the key's entries of one source over every workspace, per JSON type, the key quoted", () => {
+  const query = keyTypesQuery("db", "traits", "pl'an");
+  assert.match(query, /^SELECT json_type AS type, n AS messages, w AS workspaces\n/);
+  assert.match(query, /FROM `db`\.`catalog_shapes`\n/);
+  assert.match(query, /WHERE substring\(entry, 1, 1\) = 't' AND substring\(entry, 3\) = 'pl\\'an'\n/);
+  assert.match(query, /GROUP BY json_type\n\)\nORDER BY messages DESC, type$/);
 });
 
 test.run();
