@@ -20,9 +20,10 @@ const MAX_REASONS = 20;
 const MAX_REASON_CHARS = 200;
 
 /**
- * The keys `users delete` finds a refused item by in its text (schemas/privacy/list.ts
- * deletionTargets: `"userId":"..."` and the like), which buildRejected writes first so a cut keeps
- * them: an item whose ids came after the cut would otherwise outlive its user's deletion.
+ * The keys `users delete` finds a refused item by in its text (schemas/privacy/refused.ts:
+ * `"userId":"..."` and the like), which buildRejected writes first so a cut keeps them: an item
+ * whose ids came after the cut would otherwise outlive its user's deletion. A text that begins
+ * with a string userId is that user's item only (a nested `"userId"` is not its owner).
  */
 const DELETION_KEYS = ["userId", "anonymousId", "previousId"] as const;
 

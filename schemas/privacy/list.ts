@@ -14,6 +14,7 @@ import { IDENTITIES_TABLE, USERS_TABLE } from "../clickhouse/analyst";
 import { REJECTED_TABLE } from "../clickhouse/tables";
 import { onCluster, quoteIdent, quoteString, storageName } from "../clickhouse/sql";
 import { rowStringField } from "../row";
+import { anonymousMatches, anonymousRefused, ownRefused } from "./refused";
 
 /** One value of the suppressions topic (compacted; key = partKey): a user's entry, or one part of it (schemas/privacy/parts.ts). */
 export interface PrivacyEntry {
@@ -243,8 +244,9 @@ function packed(ids: readonly string[], cost: (id: string) => number): string[][
  * `before` (seconds since the epoch, rounded up: 18.16 keeps received_at in seconds) whose userId
  * is the user's, or that have no userId and an anonymousId that is the userId or one of the
  * linked ids (never another user's identified rows, whatever ids were linked); the user's `users`
- * and `identities` rows (by userId only); refused items naming the userId as userId, or without
- * a userId naming an id as anonymousId or previousId (their raw JSON). The linked ids are spread
+ * and `identities` rows (by userId only); refused items whose text begins with the userId, or,
+ * without a non-empty userId first, naming it as userId or an id as anonymousId or previousId
+ * (schemas/privacy/refused.ts: what else that deletes). The linked ids are spread
  * over statements of at most DELETION_IDS_BYTES of id text and IDS_PER_DELETION ids each, so any
  * number of them, of any characters, can be deleted.
  * Events received after the request stay unless the user is suppressed. On a `cluster` the counts
@@ -264,12 +266,9 @@ export function deletionTargets(
   const u = quoteString(userId);
   const anonymous = [userId, ...linkedIds.filter((id) => id !== userId)];
   const received = `received_at <= toDateTime(${Math.ceil(before)})`;
-  const named = (key: string, id: string) => `position(raw, ${quoteString(`"${key}":${JSON.stringify(id)}`)}) > 0`;
-  const matches = (id: string) => [named("anonymousId", id), named("previousId", id)];
-  const withoutUserId = `position(raw, '"userId":"') = 0`;
   const bytes = (text: string) => Buffer.byteLength(text) + 4; // with the separator
   const chunks = packed(anonymous, (id) => bytes(quoteString(id)));
-  const rejectedChunks = packed(anonymous, (id) => matches(id).reduce((n, m) => n + bytes(m), 0));
+  const rejectedChunks = packed(anonymous, (id) => anonymousMatches(id).reduce((n, m) => n + bytes(m), 0));
   const targets: [string, string][] = [
     ...chunks.map((ids, i): [string, string] => {
       const list = `(${ids.map(quoteString).join(", ")})`;
@@ -277,10 +276,10 @@ export function deletionTargets(
     }),
     [USERS_TABLE, `${w} AND user_id = ${u}`],
     [IDENTITIES_TABLE, `${w} AND user_id = ${u}`],
-    ...rejectedChunks.map((ids, i): [string, string] => {
-      const anonymousMatch = ids.flatMap(matches).join(" OR ");
-      return [REJECTED_TABLE, `${w} AND (${i === 0 ? `${named("userId", userId)} OR ` : ""}(${withoutUserId} AND (${anonymousMatch})))`];
-    }),
+    ...rejectedChunks.map((ids, i): [string, string] => [
+      REJECTED_TABLE,
+      `${w} AND (${i === 0 ? `${ownRefused(userId)} OR ` : ""}${anonymousRefused(ids)})`,
+    ]),
   ];
   return targets.map(([name, where]) => {
     const storage = storageName(name, cluster);

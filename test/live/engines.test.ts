@@ -8,8 +8,10 @@
  * retried for ever; a poison row becomes a dead letter and the rest land; the probe tells a
  * table that takes inserts from one that does not; the ends of the storable time range are
  * stored as sent; the migration's copy of a table holding 150 months succeeds; a deletion's
- * mutations run and leave every row of the users a planted link names; the sink merges a closed
- * month that no longer gets parts into one, once (late one-row parts leave it), and setup turns off
+ * mutations run and leave every row of the users a planted link names; a deletion takes the
+ * user's refused items, stored by this release or an earlier one, and not another user's item that
+ * names her in its data; the sink merges a closed month that no longer gets parts into one, once
+ * (late one-row parts leave it), and setup turns off
  * the forced merge of earlier releases on current ClickHouse; setup makes `event` LowCardinality
  * there in a table of an earlier release.
  */
@@ -23,6 +25,8 @@ import type { Message } from "../../schemas/messages";
 import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/list";
 import { auditInsert, deleteRows } from "../../deploy/commands/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
+import { buildRejected } from "../../ingest/rejected";
+import { decodeRejected } from "../../sink/decode";
 import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
 import { Flusher } from "../../sink/flush";
 import { clientSql, serverPartitionsPerInsert, type Sql } from "../../schemas/clickhouse/client";
@@ -146,6 +150,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
       "expiry",
       "bigdelete",
       "rewrites",
+      "refused",
     ])
       await engine.sql.command(`DROP DATABASE IF EXISTS \`${db(tag)}\``);
     await close();
@@ -266,6 +271,55 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     );
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
   });
+
+  s(
+    "refused items: a deletion takes the user's own (userId first, or without one a linked id anywhere, old texts too), not bob's naming her",
+    async () => {
+      const d = db("refused");
+      await migrate(engine.sql, scratch(d));
+      const hostile = ('\u0001"\'\\\n\t\u0000\b\f\r é\u2028\\"' + "\u001f".repeat(200)).slice(0, 200);
+      // [item, stored as an earlier release did (the item as sent, ids anywhere)]; a* are alice's, b* not.
+      const items: [Record<string, unknown>, boolean?][] = [
+        [{ messageId: "a1", type: "track", event: 5, userId: "alice" }],
+        [{ messageId: "a2", type: "track", event: 7, anonymousId: "anon-alice", properties: { userId: "u-invitee" } }],
+        [{ messageId: "a3", type: "alias", previousId: "prev-alice", userId: "" }],
+        [{ messageId: "a4", type: "track", event: 1, anonymousId: hostile }],
+        [{ messageId: "a5", type: "track", event: 5, userId: "alice" }, true],
+        [{ messageId: "a6", type: "track", anonymousId: "anon-alice", properties: { userId: "x" } }, true],
+        [{ messageId: "b1", type: "track", event: 9, userId: "bob", properties: { userId: "alice" } }],
+        [{ messageId: "b2", type: "track", event: 9, userId: "bob", anonymousId: "anon-alice" }],
+        [{ userId: "bob", messageId: "b3", properties: { userId: "alice" } }, true],
+      ];
+      const rows = items.map(([item, old]) => {
+        const [record] = buildRejected(
+          [{ item, reasons: ["event: string"] }],
+          { workspaceId: "ws1", receivedAt: "2026-11-26T10:00:00.000Z" },
+          32_768,
+        );
+        const decoded = decodeRejected(Buffer.from(record!.value));
+        assert.ok(decoded.ok);
+        return { ...decoded.row, received_at: "2026-11-26 10:00:00", ...(old ? { raw: JSON.stringify(item) } : {}) };
+      });
+      await engine.sql.command(
+        `INSERT INTO \`${d}\`.rejected_messages FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join("\n")}`,
+      );
+      const targets = deletionTargets(
+        d,
+        "events",
+        "ws1",
+        "alice",
+        ["anon-alice", "prev-alice", hostile],
+        Date.parse("2026-11-26T11:00:00.000Z") / 1000,
+      );
+      const removed = await applyDeletion(engine.sql, d, targets);
+      assert.is(removed.at(-1), 6, "alice's six refused items");
+      const left = await engine.sql.rows<{ message_id: string }>(`SELECT message_id FROM \`${d}\`.rejected_messages ORDER BY message_id`);
+      assert.equal(
+        left.map((r) => r.message_id),
+        ["b1", "b2", "b3"],
+      );
+    },
+  );
 
   s("a string literal of quoteString reads back as the same text: backslashes, quotes, escaped control characters", async () => {
     const text = "a\nb\r\tc\b\f\u00001 \\ 'q' \u0001 é \\n";
