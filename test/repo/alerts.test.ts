@@ -4,8 +4,9 @@
  * test/support/tools.sh): `promtool check rules` on the rule groups, `promtool test rules` on
  * test/repo/alerts.test.yaml, which must hold a firing and a quiet case of every alert; a copy
  * with one threshold changed must fail those tests. Every runbook named has its section in
- * docs/OPERATIONS.md; every metric the rules and the dashboard read is one the processes export,
- * and no series is split by workspace. The live run against the local stack is test/faults/node/alerts.test.ts.
+ * docs/OPERATIONS.md; every metric the rules and the dashboard read is one the processes export
+ * (or up, or the kubelet's volume statistics), and no series is split by workspace; the volume
+ * rules select the PVC names the operators make from deploy/k8s/operators. The live run against the local stack is test/faults/node/alerts.test.ts.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,12 +25,19 @@ const rule = production.find((m) => m.kind === "PrometheusRule");
 const groups = (rule?.spec?.groups ?? []) as Manifest[];
 const alerts = alertRules(groups);
 
-/** promtool's `test rules` on the test file, with `groups` as its rules.yaml; its exit code and output. */
-function runRuleTests(testGroups: Manifest[]): { status: number | null; output: string } {
+/**
+ * promtool's `test rules` on the test file, with `groups` as its rules.yaml; its exit code and
+ * output. With `alert`, only the file's tests that check that alert (promtool evaluates every rule
+ * at every step up to a test's last time: the whole file takes about 17 s).
+ */
+function runRuleTests(testGroups: Manifest[], alert?: string): { status: number | null; output: string } {
   const dir = mkdtempSync(join(tmpdir(), "alerts-"));
   try {
     writeFileSync(join(dir, "rules.yaml"), stringify({ groups: testGroups }));
-    writeFileSync(join(dir, "alerts.test.yaml"), readFileSync(join(ROOT, "test", "repo", "alerts.test.yaml")));
+    const text = readFileSync(join(ROOT, "test", "repo", "alerts.test.yaml"), "utf8");
+    const file = parse(text) as { tests: { alert_rule_test?: { alertname: string }[] }[] };
+    if (alert !== undefined) file.tests = file.tests.filter((t) => (t.alert_rule_test ?? []).some((c) => c.alertname === alert));
+    writeFileSync(join(dir, "alerts.test.yaml"), alert === undefined ? text : stringify(file));
     return promtool(["test", "rules", join(dir, "alerts.test.yaml")]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -88,12 +96,69 @@ test("promtool test rules: every alert has a firing case and a quiet case, and a
 });
 
 test("a rule with its threshold changed fails the rule tests", () => {
-  const broken = structuredClone(groups);
-  const sink = broken.flatMap((g) => g.rules as Manifest[]).find((r) => r.alert === "SegmentSinkNotInserting")!;
-  sink.expr = String(sink.expr).replace("> 60", "> 600");
-  const run = runRuleTests(broken);
-  assert.is.not(run.status, 0);
-  assert.match(run.output, "SegmentSinkNotInserting");
+  const changes: [alert: string, from: string, to: string][] = [
+    ["SegmentSinkNotInserting", "> 60", "> 600"],
+    ["SegmentIngestNotReady", "> 0.75", "> 1"],
+    ["SegmentIngestNothingProduced", "> 1", "> 1000"],
+    ["SegmentVolumeSpaceLow", "< 0.15", "< 0.1"],
+    ["SegmentVolumeFillingUp", "24 * 3600", "3600"],
+  ];
+  for (const [alert, from, to] of changes) {
+    const broken = structuredClone(groups);
+    const changed = broken.flatMap((g) => g.rules as Manifest[]).find((r) => r.alert === alert)!;
+    assert.ok(String(changed.expr).includes(from), `${alert}: ${from}`);
+    changed.expr = String(changed.expr).replace(from, to);
+    const run = runRuleTests(broken, alert);
+    assert.is.not(run.status, 0, `${alert} with ${to}`);
+    assert.match(run.output, alert);
+  }
+});
+
+test("the volume rules select the PVCs the operators' manifests make, in their namespaces", () => {
+  const operators = render(ROOT, join(ROOT, "deploy", "k8s", "operators"));
+  const claims: [namespace: string, claim: string][] = [];
+  // Strimzi: data-<JBOD volume id>-<cluster>-<pool>-<node> (a single persistent-claim: data-<cluster>-<pool>-<node>).
+  for (const pool of operators.filter((m) => m.kind === "KafkaNodePool")) {
+    const cluster = pool.metadata.labels["strimzi.io/cluster"] as string;
+    for (const volume of pool.spec.storage.volumes as Manifest[]) {
+      for (let node = 0; node < pool.spec.replicas; node++) {
+        claims.push([pool.metadata.namespace, `data-${volume.id}-${cluster}-${pool.metadata.name}-${node}`]);
+      }
+    }
+  }
+  // Altinity: <volumeClaimTemplate>-<pod>, the pod chi-<installation>-<cluster>-<shard>-<replica>-0 (Keeper: chk-).
+  for (const [kind, prefix] of [
+    ["ClickHouseInstallation", "chi"],
+    ["ClickHouseKeeperInstallation", "chk"],
+  ] as const) {
+    for (const installation of operators.filter((m) => m.kind === kind)) {
+      const template = installation.spec.defaults.templates.volumeClaimTemplate as string;
+      for (const cluster of installation.spec.configuration.clusters as Manifest[]) {
+        const { shardsCount = 1, replicasCount = 1 } = cluster.layout;
+        for (let shard = 0; shard < shardsCount; shard++) {
+          for (let replica = 0; replica < replicasCount; replica++) {
+            const pod = `${prefix}-${installation.metadata.name}-${cluster.name}-${shard}-${replica}-0`;
+            claims.push([installation.metadata.namespace, `${template}-${pod}`]);
+          }
+        }
+      }
+    }
+  }
+  assert.is(claims.length, 3 + 4 + 3, claims.join(" "));
+  for (const alert of alerts.filter((a) => a.alert.startsWith("SegmentVolume"))) {
+    const selectors = [...alert.expr.matchAll(/kubelet_volume_stats_\w+\{([^}]*)\}/g)].map((m) => m[1]!);
+    assert.ok(selectors.length >= 2, alert.alert);
+    for (const selector of selectors) {
+      const label = (name: string) => new RegExp(`^(?:${selector.match(new RegExp(`${name}=~"([^"]*)"`))![1]})$`);
+      for (const [namespace, claim] of claims) {
+        assert.ok(
+          label("namespace").test(namespace) && label("persistentvolumeclaim").test(claim),
+          `${alert.alert}: ${namespace}/${claim}`,
+        );
+      }
+      assert.not.ok(label("persistentvolumeclaim").test("data-events-zookeeper-0"), alert.alert);
+    }
+  }
 });
 
 test("every runbook has its section in docs/OPERATIONS.md", () => {
@@ -127,7 +192,8 @@ test("the rules and the dashboard read only metrics the processes export, none s
       );
     }
   }
-  exported.add("up");
+  // Not the processes': Prometheus's own, and the kubelet's volume statistics (the storage group).
+  for (const name of ["up", "kubelet_volume_stats_available_bytes", "kubelet_volume_stats_capacity_bytes"]) exported.add(name);
   const exprs = [...alerts.map((a) => a.expr), ...dashboardExprs(production)];
   assert.ok(exprs.length > 20, `${exprs.length} expressions`);
   for (const expr of exprs) {
