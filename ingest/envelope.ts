@@ -101,28 +101,39 @@ function rowBytes(row: EventRow): number {
 
 /**
  * How far from its arrival a client's time may lie and still place the event (its day and
- * partition, schemas/clickhouse/ EVENT_DATE), ms. Outside, the message is stored with the day
- * it arrived and the client's text is kept in `extra` under its own name: a device's broken
- * clock (1970, 2040) or a hostile client cannot spread rows over thousands of monthly
- * partitions (on 18.16 a FINAL read of 1,000 parts runs out of memory; current ClickHouse refuses
- * an insert over 100). PostHog likewise replaces a client time over 23 h in the future with the
- * time of arrival. The past reaches 5 years back for historical imports (Segment's /v1/import).
+ * partition, schemas/clickhouse/ EVENT_DATE), in whole UTC days: the client's UTC day from the
+ * arrival's UTC day minus 5 x 366 days (historical imports, Segment's /v1/import) to the
+ * arrival's UTC day plus 1. Outside, the message is stored with the day it arrived and the
+ * client's text is kept in `extra` under its own name: a device's broken clock (1970, 2040) or a
+ * hostile client cannot spread rows over thousands of monthly partitions (on 18.16 a FINAL read
+ * of 1,000 parts runs out of memory; current ClickHouse refuses an insert over 100). Days, not
+ * ms: the retries of a message get the same decision unless they straddle a UTC midnight (an
+ * ms bound let a retry seconds later flip from client day to arrival day: two rows). PostHog
+ * replaces a client time over 23 h in the future with the time of arrival; here the future
+ * reaches the end of the next UTC day (24 to 48 h).
  */
-export const CLIENT_TIME_WINDOW = { pastMs: 5 * 366 * 86_400_000, futureMs: 86_400_000 } as const;
+export const CLIENT_TIME_WINDOW = { pastDays: 5 * 366, futureDays: 1 } as const;
 
-/** Whether a client time (ms) may place an event received at `receivedMs` (CLIENT_TIME_WINDOW). */
+const DAY_MS = 86_400_000;
+
+/**
+ * Whether a client time (epoch ms) may place an event received at `receivedMs` (epoch ms): its
+ * UTC day lies in CLIENT_TIME_WINDOW around the arrival's UTC day.
+ */
 export function inClientTimeWindow(timeMs: number, receivedMs: number): boolean {
-  return timeMs >= receivedMs - CLIENT_TIME_WINDOW.pastMs && timeMs <= receivedMs + CLIENT_TIME_WINDOW.futureMs;
+  const day = Math.floor(timeMs / DAY_MS);
+  const arrivalDay = Math.floor(receivedMs / DAY_MS);
+  return day >= arrivalDay - CLIENT_TIME_WINDOW.pastDays && day <= arrivalDay + CLIENT_TIME_WINDOW.futureDays;
 }
 
 /**
  * What the ingest stores with a message, computed without copying it: its sentAt (its own, else
  * the batch's), the client's timestamp (`timestamp`, else RudderStack's `originalTimestamp`), the
  * stored timestamp, and the context (batch context merged under its own; ip filled). A client
- * time outside CLIENT_TIME_WINDOW is not the original_timestamp (the row gets the day it
- * arrived); its text stays in `extra`, and the stored timestamp is its skew correction when that
- * lies in the window (a wrong clock that sent sentAt too), else receivedAt. A client time in the
- * window whose correction is not (a wrong sentAt alone) is stored uncorrected.
+ * time outside CLIENT_TIME_WINDOW (whole UTC days) is not the original_timestamp (the row gets the
+ * day it arrived); its text stays in `extra`, and the stored timestamp is its skew correction
+ * when that lies in the window (a wrong clock that sent sentAt too), else receivedAt. A client
+ * time in the window whose correction is not (a wrong sentAt alone) is stored uncorrected.
  */
 export function stamp(
   message: Message,

@@ -146,14 +146,44 @@ test("a wrong sentAt alone does not carry a good client time out of the window: 
   assert.is(fine!.timestamp, new Date(Date.parse(receipt.receivedAt) - 5_000).toISOString(), "a sane sentAt still corrects");
 });
 
-test("the window: 5 years back (historical imports), 1 day ahead", () => {
-  const received = Date.parse(receipt.receivedAt);
+test("the window, in whole UTC days: 5 x 366 days back (historical imports), to the end of the next day", () => {
+  const received = Date.parse(receipt.receivedAt); // 2026-11-22T10:00:00.123Z
   const day = 86_400_000;
-  assert.ok(inClientTimeWindow(received + day, received));
-  assert.not.ok(inClientTimeWindow(received + day + 1, received));
-  assert.ok(inClientTimeWindow(received - 5 * 365 * day, received));
-  assert.not.ok(inClientTimeWindow(received - 5 * 366 * day - 1, received));
-  assert.is(CLIENT_TIME_WINDOW.futureMs, day);
+  assert.ok(inClientTimeWindow(Date.parse("2026-11-23T23:59:59.999Z"), received), "the next UTC day, to its end");
+  assert.not.ok(inClientTimeWindow(Date.parse("2026-11-24T00:00:00.000Z"), received), "two days ahead is outside");
+  assert.not.ok(inClientTimeWindow(received + 2 * day, received));
+  const firstDay = Date.parse("2026-11-22T00:00:00.000Z") - 5 * 366 * day;
+  assert.ok(inClientTimeWindow(firstDay, received), "from the start of the arrival's day 1,830 days back");
+  assert.not.ok(inClientTimeWindow(firstDay - 1, received));
+  assert.equal(CLIENT_TIME_WINDOW, { pastDays: 5 * 366, futureDays: 1 });
+});
+
+/** The row of one message sent at `receivedAt` (an attempt), with the client's `sentAt` of that attempt. */
+function attempt(message: Message, receivedAt: string, sentAt: string): EventRow {
+  const result = buildRecords([message], { sentAt }, { ...receipt, receivedAt }, 32 * 1024);
+  if (!result.ok) throw new Error("too large");
+  return parse(result.records[0]!);
+}
+
+test("a retry near the window's edges gets the same originalTimestamp decision (one row under FINAL)", () => {
+  const shift = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
+  // A device dated 24 h 1 min ahead; the SDK re-stamps sentAt, and retries 2 minutes later (review-data 1, review-edge 3).
+  const ahead = { type: "track", messageId: "m-1", userId: "u", event: "E", timestamp: "2026-05-11T12:01:00.000Z" } as Message;
+  const first = attempt(ahead, "2026-05-10T12:00:00.000Z", "2026-05-11T12:01:00.000Z");
+  const retry = attempt(ahead, "2026-05-10T12:02:00.000Z", "2026-05-11T12:03:00.000Z");
+  assert.is(first.original_timestamp, "2026-05-11T12:01:00.000Z");
+  assert.is(retry.original_timestamp, first.original_timestamp);
+  // An import 5 x 366 days minus 10 s old, retried 10 s later.
+  const old = shift("2026-05-10T12:00:00.000Z", -5 * 366 * 86_400_000 + 10_000);
+  const imported = { type: "track", messageId: "m-2", userId: "u", event: "E", timestamp: old } as Message;
+  const a = attempt(imported, "2026-05-10T12:00:00.000Z", old);
+  const b = attempt(imported, "2026-05-10T12:00:10.000Z", shift(old, 10_000));
+  assert.is(a.original_timestamp, old);
+  assert.is(b.original_timestamp, a.original_timestamp);
+  // Two days ahead stays outside on every attempt.
+  const far = { type: "track", messageId: "m-3", userId: "u", event: "E", timestamp: "2026-05-12T12:00:00.000Z" } as Message;
+  assert.is(attempt(far, "2026-05-10T12:00:00.000Z", "2026-05-12T12:00:00.000Z").original_timestamp, undefined);
+  assert.is(attempt(far, "2026-05-10T12:02:00.000Z", "2026-05-12T12:02:00.000Z").original_timestamp, undefined);
 });
 
 test("a hostile batch spread over 1,500 months makes rows of at most the window's months", () => {
