@@ -94,6 +94,13 @@ export interface Limits {
   maxBatchMessages: number;
   /** Nesting of arrays and objects. */
   maxJsonDepth: number;
+  /**
+   * Bytes of one Kafka record (schemas/kafka/limits.ts recordBytes: key + value + overhead): the
+   * producer's send limit (the smaller of KAFKA_MAX_MESSAGE_BYTES and both topics'
+   * max.message.bytes, read at start) less the batch slack (recordLimit). A message whose record
+   * is bigger is answered 413 message_too_large; a refused item's raw text is cut to fit.
+   */
+  maxRecordBytes: number;
 }
 
 /**
@@ -258,17 +265,17 @@ function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyLis
   return { ...sorted, messages, rejected };
 }
 
-/** The records of the accepted messages and of the refused items; 413 for a message over the limit. */
+/** The records of the accepted messages and of the refused items; 413 for a message over a limit (its size or its record's). */
 function toRecords(
   sorted: Sorted,
   receipt: Receipt,
   limits: Limits,
   policy: ContextPolicy,
 ): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string> } {
-  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy);
-  if (!built.ok) throw messageTooLarge(built.index, built.bytes, limits.maxMessageBytes);
+  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy, limits.maxRecordBytes);
+  if (!built.ok) throw messageTooLarge(built.index, built.bytes, built.limit, built.over);
   const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
-  const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp);
+  const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp, limits.maxRecordBytes);
   return { records: built.records, refusals, listedShapes: built.listedShapes };
 }
 

@@ -10,7 +10,8 @@
  * - every time is rewritten in canonical UTC form (`2026-01-02T03:04:05.678Z`): RFC 3339 allows
  *   forms (lowercase `t`, offsets) that ClickHouse refuses or reads differently;
  * - the writeKey never reaches the topic;
- * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message).
+ * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message), and its
+ *   Kafka record at most the producer's limit.
  * Segment: https://segment.com/docs/connections/sources/catalog/libraries/server/http-api/
  * Dittofeed: https://github.com/dittofeed/dittofeed (packages/api, the public apps routes)
  */
@@ -20,6 +21,7 @@ import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../
 import { withAnonymizedIp, type Enricher } from "./enrich";
 import { SentShapes } from "./catalog";
 import { catalogShape } from "../schemas/catalog-keys";
+import { RECORD_OVERHEAD_BYTES, recordBytes } from "../schemas/kafka/limits";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -54,16 +56,24 @@ export interface ContextPolicy {
 /** No enrichment, addresses kept as sent. */
 export const PLAIN_CONTEXT: ContextPolicy = { anonymizeIp: false };
 
-/** The records, or the first message over the size limit. */
+/**
+ * The records, or the first message over a size limit: `bytes` of it measured as `over` counts
+ * them (`message`: its row's values unescaped; `record`: its Kafka record, recordBytes), `limit`
+ * the bound it passed.
+ */
 export type BuildResult =
   | { ok: true; records: EventRecord[]; /** shapes whose key list these records carry (ingest/catalog.ts) */ listedShapes: Set<string> }
-  | { ok: false; index: number; bytes: number };
+  | { ok: false; index: number; bytes: number; limit: number; over: "message" | "record" };
 
 /**
  * Builds one record per message, in order: key = messageId, value = the message's events row as
  * one JSONEachRow line (schemas/row.ts, format 2). The sink passes the
  * value to ClickHouse as it is. A message's size is the UTF-8 bytes of its row before the JSON
- * text columns are escaped into the line (close to the message's own JSON).
+ * text columns are escaped into the line (close to the message's own JSON), at most
+ * `maxMessageBytes`. Its record, whose line escapes quotes and backslashes again (2x) and control
+ * characters (up to 6x), is also at most `maxRecordBytes` as schemas/kafka/limits.ts recordBytes
+ * counts it (key + value + overhead): a record over the producer's limit would be refused by the
+ * broker on every retry.
  */
 export function buildRecords(
   messages: readonly Message[],
@@ -71,20 +81,26 @@ export function buildRecords(
   receipt: Receipt,
   maxMessageBytes: number,
   policy: ContextPolicy = PLAIN_CONTEXT,
+  maxRecordBytes = Number.POSITIVE_INFINITY,
 ): BuildResult {
   const records: EventRecord[] = [];
   const listedShapes = new Set<string>();
   // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
   const measureOver = Math.floor(maxMessageBytes / 3);
+  const recordMeasureOver = Math.floor((maxRecordBytes - RECORD_OVERHEAD_BYTES) / 3);
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
     const row = messageRow(message, stamp(message, defaults, receipt, policy, listedShapes));
-    const value = JSON.stringify(row);
-    if (value.length > measureOver) {
+    const record: EventRecord = { key: message.messageId, value: JSON.stringify(row) };
+    if (record.value.length > measureOver) {
       const bytes = rowBytes(row);
-      if (bytes > maxMessageBytes) return { ok: false, index, bytes };
+      if (bytes > maxMessageBytes) return { ok: false, index, bytes, limit: maxMessageBytes, over: "message" };
     }
-    records.push({ key: message.messageId, value });
+    if (record.value.length + record.key.length > recordMeasureOver) {
+      const bytes = recordBytes(record);
+      if (bytes > maxRecordBytes) return { ok: false, index, bytes, limit: maxRecordBytes, over: "record" };
+    }
+    records.push(record);
   }
   return { ok: true, records, listedShapes };
 }

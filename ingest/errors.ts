@@ -166,11 +166,19 @@ export function sharedFieldsTooLarge(sharedBytes: number, items: number, limit: 
   });
 }
 
-/** 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message). */
-export function messageTooLarge(index: number, bytes: number, limit: number): HttpError {
+/**
+ * 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message), or (`over`
+ * "record") whose Kafka record, its JSON escaped again, is over the producer's limit (the smaller
+ * of KAFKA_MAX_MESSAGE_BYTES and the topic's max.message.bytes): the broker would refuse it on
+ * every retry. `index` is the message's position in the batch.
+ */
+export function messageTooLarge(index: number, bytes: number, limit: number, over: "message" | "record" = "message"): HttpError {
   return new HttpError(413, {
     error: "message_too_large",
-    message: `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message`,
+    message:
+      over === "message"
+        ? `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message`
+        : `message ${index} makes a Kafka record of ${bytes} bytes (its JSON escaped again); the limit is ${limit} bytes per record`,
   });
 }
 

@@ -11,6 +11,7 @@ import {
 import type { EventRecord } from "../../../schemas/envelope";
 import type { Message } from "../../../schemas/messages";
 import { EVENT_ROW_COLUMNS, ROW_VALUE_PREFIX, type EventRow } from "../../../schemas/row";
+import { recordBytes } from "../../../schemas/kafka/limits";
 
 const receipt: Receipt = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z", clientIp: "203.0.113.9" };
 const parse = (record: EventRecord) => JSON.parse(record.value) as EventRow;
@@ -266,6 +267,27 @@ test("the size limit counts the row's values unescaped: quotes do not push a mes
   assert.ok(result.ok, "the message fits in 2048 bytes although its line is longer");
   if (result.ok) assert.ok(Buffer.byteLength(result.records[0]!.value) > 3_600);
   assert.not.ok(buildRecords([quotes], {}, receipt, 1024).ok);
+});
+
+test("a message within maxMessageBytes whose record, escaped again, passes maxRecordBytes is reported as over the record limit", () => {
+  // 70 property keys of 195 quotes (review-edge 4): 27,861 bytes of properties JSON, a record of about 83 KB.
+  const properties = Object.fromEntries(Array.from({ length: 70 }, (_, i) => ['"'.repeat(195) + String(i).padStart(3, "0"), 0]));
+  const quotes = { type: "track", messageId: "big-1", userId: "u", event: "E", properties } as Message;
+  const small = { type: "track", messageId: "s", userId: "u", event: "E" } as Message;
+  const unbounded = buildRecords([small, quotes], {}, receipt, 32_768);
+  assert.ok(unbounded.ok, "within 32 KB as a message");
+  const limit = 65_536 - 1_024;
+  const bounded = buildRecords([small, quotes], {}, receipt, 32_768, undefined, limit);
+  assert.not.ok(bounded.ok);
+  if (bounded.ok || !unbounded.ok) return;
+  assert.equal({ index: bounded.index, over: bounded.over, limit: bounded.limit }, { index: 1, over: "record", limit });
+  assert.is(bounded.bytes, recordBytes(unbounded.records[1]!));
+  assert.ok(bounded.bytes > limit);
+  // Plain text near the message limit fits the record limit: nothing measured twice is refused.
+  const plain = { type: "track", messageId: "p", userId: "u", event: "E", properties: { text: "x".repeat(32_000) } } as Message;
+  const fits = buildRecords([plain], {}, receipt, 32_768, undefined, limit);
+  assert.ok(fits.ok);
+  if (fits.ok) assert.ok(recordBytes(fits.records[0]!) <= limit);
 });
 
 test.run();
