@@ -33,6 +33,7 @@ import { buildRejected } from "./rejected";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
+import { issuesOf } from "./validate";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -203,7 +204,7 @@ export function createApp(deps: AppDeps): Koa {
       policy.shapes?.markDelivered(listedShapes);
       deps.metrics.messagesRejected.inc(refusals.length);
       // 400 only when no item was valid: a suppressed user's valid messages are accepted (and not stored).
-      if (sorted.value.messages.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
+      if (sorted.value.messages.length === 0) throw invalidBody(issuesOf(sorted.value.rejected));
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = route.successBody;

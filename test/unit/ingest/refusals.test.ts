@@ -7,6 +7,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { basicAuth, inProcessIngest } from "../../support/ingest-app";
 import { recordBytes } from "../../../schemas/kafka/limits";
+import { MAX_LISTED_ISSUES, type ErrorBody } from "../../../ingest/errors";
+import { gzipSync } from "node:zlib";
 
 const limits = { maxRequestBytes: 512_000, maxMessageBytes: 57_344, maxBatchMessages: 2_500, maxJsonDepth: 64 };
 
@@ -34,6 +36,33 @@ test("a message whose record passes the producer's limit is 413 message_too_larg
     const mixed = await post(ingest.base, "/v1/batch", { batch: [valid, bad] });
     assert.is(mixed.status, 200);
     assert.ok(ingest.produced.every((r) => recordBytes(r) <= 64_512));
+  } finally {
+    await ingest.close();
+  }
+});
+
+test("2,500 items failing 9 checks each: the 400 lists the first 100 issues and counts the other 22,400, in a few KB", async () => {
+  const ingest = await inProcessIngest();
+  try {
+    // review-edge 1: 1,557 bytes of gzip, answered with 22,500 issues (2,217,615 bytes) before.
+    const item = { type: "track", messageId: [], userId: [], anonymousId: [], timestamp: 0, sentAt: 0 };
+    const bad = { ...item, originalTimestamp: 0, context: 0, event: 0, properties: 0 };
+    const body = gzipSync(JSON.stringify({ batch: Array.from({ length: 2_500 }, () => bad) }));
+    const response = await post(ingest.base, "/v1/batch", body, { "content-encoding": "gzip" });
+    assert.is(response.status, 400);
+    const text = await response.text();
+    assert.ok(Buffer.byteLength(text) < 16_384, `answer ${Buffer.byteLength(text)} bytes`);
+    const answer = JSON.parse(text) as ErrorBody;
+    assert.is(answer.error, "invalid_body");
+    assert.is(answer.issues!.length, MAX_LISTED_ISSUES);
+    assert.is(answer.issuesNotListed, 22_400);
+    assert.is(answer.message, "the body has 22500 invalid field(s); nothing was accepted");
+    assert.is(answer.issues![0]!.path, "batch[0].event");
+    assert.is(ingest.produced.length, 2_500, "each refused item is still stored");
+    // A body with few issues lists them all, without the count.
+    const few = (await (await post(ingest.base, "/v1/track", { messageId: "m", userId: "u" })).json()) as ErrorBody;
+    assert.is(few.issues!.length, 1);
+    assert.is(few.issuesNotListed, undefined);
   } finally {
     await ingest.close();
   }
