@@ -7,7 +7,7 @@ import { namesNoKey, type WriteKeys, type AuthHeaders } from "./auth";
 import { type EventRecord } from "../schemas/envelope";
 import { type TokenBuckets } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
-import { type PrivacyList, itemIds } from "../schemas/privacy/list";
+import { type PrivacyList } from "../schemas/privacy/list";
 import { type Logger } from "pino";
 import Koa from "koa";
 import Router from "@koa/router";
@@ -23,13 +23,11 @@ import {
   answerError,
   type ErrorBody,
   methodNotAllowed,
-  messageTooLarge,
 } from "./errors";
 import { settingsDocument, publicAddress } from "./settings";
 import { InflightBudget, type Lease } from "./budget";
-import { type Route, routeTable, type Sorted } from "./routes";
-import { type ContextPolicy, type Receipt, buildRecords, PLAIN_CONTEXT } from "./envelope";
-import { buildRejected } from "./rejected";
+import { type Route, routeTable, toRecords, withoutSuppressed } from "./routes";
+import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
@@ -248,36 +246,6 @@ export function createApp(deps: AppDeps): Koa {
   // A method no route has (TRACE, ...) is the client's mistake: 405, not the router's default 501.
   app.use(router.allowedMethods({ throw: true, notImplemented: methodNotAllowed, methodNotAllowed }));
   return app;
-}
-
-/**
- * The messages and refused items of suppressed users taken out: the request is still answered
- * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy/list.ts).
- */
-function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
-  if (list.size === 0) return sorted;
-  // Infinity: a new message is dropped only for a suppression (a deletion covers what came before it).
-  const drops = (item: unknown) => list.drops(workspaceId, ...itemIds(item), Number.POSITIVE_INFINITY);
-  const messages = sorted.messages.filter((m) => !drops(m));
-  const rejected = sorted.rejected.filter((r) => !drops(r.item));
-  const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;
-  if (dropped === 0) return sorted;
-  metrics.messagesSuppressed.inc(dropped);
-  return { ...sorted, messages, rejected };
-}
-
-/** The records of the accepted messages and of the refused items; 413 for a message over a limit (its size or its record's). */
-function toRecords(
-  sorted: Sorted,
-  receipt: Receipt,
-  limits: Limits,
-  policy: ContextPolicy,
-): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string> } {
-  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy, limits.maxRecordBytes);
-  if (!built.ok) throw messageTooLarge(built.index, built.bytes, built.limit, built.over);
-  const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
-  const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp, limits.maxRecordBytes);
-  return { records: built.records, refusals, listedShapes: built.listedShapes };
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */
