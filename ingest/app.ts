@@ -161,8 +161,8 @@ export function createApp(deps: AppDeps): Koa {
 
   /**
    * One POST: authenticate, read the body (charged to the budget as it arrives and before it is
-   * parsed), sort it into messages and refused items, build their records, take the rate,
-   * produce both (acks=all), answer. 200 with the route's success body (REJECTED_HEADER counting
+   * parsed), take the rate (one token per item, whatever the answer), sort it into messages and
+   * refused items, build their records, produce both (acks=all), answer. 200 with the route's success body (REJECTED_HEADER counting
    * refused items), or 400 naming each bad field when nothing was accepted; every other refusal
    * is a named HttpError of errors.ts.
    */
@@ -186,17 +186,15 @@ export function createApp(deps: AppDeps): Koa {
       const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
       assertAuthenticated(auth);
       lease.markKeyed();
+      // Parsed, the body's work is done: it takes its items' tokens whatever it is answered.
+      const allowed = deps.rateLimit.charge(auth.workspaceId, tokensOf(route, body, limits), performance.now());
+      if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       const sorted = route.sort(body);
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
       const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
       const { records, refusals, listedShapes } = toRecords(kept, receipt, limits, policy);
-      // Refused items are stored too, so they count against the workspace's rate like messages.
-      if (records.length + refusals.length > 0) {
-        const allowed = deps.rateLimit.take(auth.workspaceId, records.length + refusals.length, performance.now());
-        if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
-      }
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
       policy.shapes?.markDelivered(listedShapes);
@@ -246,6 +244,16 @@ export function createApp(deps: AppDeps): Koa {
   // A method no route has (TRACE, ...) is the client's mistake: 405, not the router's default 501.
   app.use(router.allowedMethods({ throw: true, notImplemented: methodNotAllowed, methodNotAllowed }));
   return app;
+}
+
+/**
+ * Tokens a parsed body takes (ingest/ratelimit.ts): one per item of a batch (refused items are
+ * stored too), at most MAX_BATCH_MESSAGES (a longer batch is refused, too_many_messages); one
+ * for any other body.
+ */
+function tokensOf(route: Route, body: Record<string, unknown> | undefined, limits: Limits): number {
+  const items = route.kind === "batch" ? body?.batch : undefined;
+  return Array.isArray(items) ? Math.min(limits.maxBatchMessages, Math.max(1, items.length)) : 1;
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

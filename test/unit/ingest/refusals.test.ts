@@ -9,6 +9,7 @@ import { basicAuth, inProcessIngest } from "../../support/ingest-app";
 import { recordBytes } from "../../../schemas/kafka/limits";
 import { MAX_LISTED_ISSUES, type ErrorBody } from "../../../ingest/errors";
 import { gzipSync } from "node:zlib";
+import { TokenBuckets } from "../../../ingest/ratelimit";
 
 const limits = { maxRequestBytes: 512_000, maxMessageBytes: 57_344, maxBatchMessages: 2_500, maxJsonDepth: 64 };
 
@@ -63,6 +64,38 @@ test("2,500 items failing 9 checks each: the 400 lists the first 100 issues and 
     const few = (await (await post(ingest.base, "/v1/track", { messageId: "m", userId: "u" })).json()) as ErrorBody;
     assert.is(few.issues!.length, 1);
     assert.is(few.issuesNotListed, undefined);
+  } finally {
+    await ingest.close();
+  }
+});
+
+test("a keyed request takes its items' tokens once parsed, whatever the answer (RATE_LIMIT_PER_SECOND=1, burst 2,500)", async () => {
+  // review-edge 2: sixty such requests were parsed and none was answered 429; the bucket stayed full.
+  const item = (i: number) => ({ type: "track", messageId: `m${i}`, userId: "u", event: "E" });
+  const statuses = async (body: unknown, n: number) => {
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < n; i++) {
+      const response = await post(ingest.base, "/v1/batch", body);
+      const key = `${response.status} ${((await response.json()) as ErrorBody).error}`;
+      counts[key] = (counts[key] ?? 0) + 1;
+    }
+    return counts;
+  };
+  let ingest = await inProcessIngest({ rateLimit: new TokenBuckets(1, 2_500) });
+  try {
+    const frameInvalid = { sentAt: 5, batch: Array.from({ length: 2_500 }, (_, i) => item(i)) };
+    assert.equal(await statuses(frameInvalid, 30), { "400 invalid_body": 1, "429 rate_limited": 29 });
+    await ingest.close();
+    ingest = await inProcessIngest({ rateLimit: new TokenBuckets(1, 2_500) });
+    const big = { ...item(-1), properties: { x: "x".repeat(33_000) } };
+    const lastTooLarge = { batch: [...Array.from({ length: 2_000 }, (_, i) => item(i)), big] };
+    // 2,001 tokens taken by the first; each later one is parsed, refused and takes one more.
+    assert.equal(await statuses(lastTooLarge, 30), { "413 message_too_large": 1, "429 rate_limited": 29 });
+    const valid = await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 2_500 }, (_, i) => item(i)) });
+    assert.is(valid.status, 429, "the bucket is no longer full");
+    assert.is((await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 400 }, (_, i) => item(i)) })).status, 200);
+    assert.is((await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 100 }, (_, i) => item(i)) })).status, 429);
+    assert.is(ingest.produced.length, 400);
   } finally {
     await ingest.close();
   }
