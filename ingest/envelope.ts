@@ -263,7 +263,8 @@ const sentTimes = new LastParsed();
 function canonical(time: string | null | undefined): string | undefined {
   if (time === null || time === undefined) return undefined;
   // A valid RFC 3339 time of this shape (what SDKs send) is already canonical: no parse needed.
-  // Days 29-31 are parsed: Date.parse accepts 2026-02-30 (as March 2), ClickHouse may not.
+  // Days 29-31 are parsed: Date.parse accepts 2026-02-30 (as March 2); the guards refuse such a
+  // day (schemas/messages.ts CalendarDate), so only an unvalidated message reaches this.
   if (time.length === 24 && time[10] === "T" && time[19] === "." && time[23] === "Z" && time.slice(8, 10) < "29") return time;
   return new Date(Date.parse(time)).toISOString();
 }
