@@ -7,7 +7,7 @@ import { namesNoKey, type WriteKeys, type AuthHeaders } from "./auth";
 import { type EventRecord } from "../schemas/envelope";
 import { type TokenBuckets } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
-import { type PrivacyList, itemIds } from "../schemas/privacy/list";
+import { type PrivacyList } from "../schemas/privacy/list";
 import { type Logger } from "pino";
 import Koa from "koa";
 import Router from "@koa/router";
@@ -23,16 +23,15 @@ import {
   answerError,
   type ErrorBody,
   methodNotAllowed,
-  messageTooLarge,
 } from "./errors";
 import { settingsDocument, publicAddress } from "./settings";
 import { InflightBudget, type Lease } from "./budget";
-import { type Route, routeTable, type Sorted } from "./routes";
-import { type ContextPolicy, type Receipt, buildRecords, PLAIN_CONTEXT } from "./envelope";
-import { buildRejected } from "./rejected";
+import { type Route, routeTable, toRecords, withoutSuppressed } from "./routes";
+import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
+import { issuesOf } from "./validate";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -94,6 +93,13 @@ export interface Limits {
   maxBatchMessages: number;
   /** Nesting of arrays and objects. */
   maxJsonDepth: number;
+  /**
+   * Bytes of one Kafka record (schemas/kafka/limits.ts recordBytes: key + value + overhead): the
+   * producer's send limit (the smaller of KAFKA_MAX_MESSAGE_BYTES and both topics'
+   * max.message.bytes, read at start) less the batch slack (recordLimit). A message whose record
+   * is bigger is answered 413 message_too_large; a refused item's raw text is cut to fit.
+   */
+  maxRecordBytes: number;
 }
 
 /**
@@ -155,8 +161,8 @@ export function createApp(deps: AppDeps): Koa {
 
   /**
    * One POST: authenticate, read the body (charged to the budget as it arrives and before it is
-   * parsed), sort it into messages and refused items, build their records, take the rate,
-   * produce both (acks=all), answer. 200 with the route's success body (REJECTED_HEADER counting
+   * parsed), take the rate (one token per item, whatever the answer), sort it into messages and
+   * refused items, build their records, produce both (acks=all), answer. 200 with the route's success body (REJECTED_HEADER counting
    * refused items), or 400 naming each bad field when nothing was accepted; every other refusal
    * is a named HttpError of errors.ts.
    */
@@ -180,23 +186,21 @@ export function createApp(deps: AppDeps): Koa {
       const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
       assertAuthenticated(auth);
       lease.markKeyed();
+      // Parsed, the body's work is done: it takes its items' tokens whatever it is answered.
+      const allowed = deps.rateLimit.charge(auth.workspaceId, tokensOf(route, body, limits), performance.now());
+      if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       const sorted = route.sort(body);
       if (!sorted.ok) throw invalidBody(sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
       const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
       const { records, refusals, listedShapes } = toRecords(kept, receipt, limits, policy);
-      // Refused items are stored too, so they count against the workspace's rate like messages.
-      if (records.length + refusals.length > 0) {
-        const allowed = deps.rateLimit.take(auth.workspaceId, records.length + refusals.length, performance.now());
-        if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
-      }
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
       policy.shapes?.markDelivered(listedShapes);
       deps.metrics.messagesRejected.inc(refusals.length);
       // 400 only when no item was valid: a suppressed user's valid messages are accepted (and not stored).
-      if (sorted.value.messages.length === 0) throw invalidBody(sorted.value.rejected.flatMap((r) => r.issues));
+      if (sorted.value.messages.length === 0) throw invalidBody(issuesOf(sorted.value.rejected));
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = route.successBody;
@@ -243,33 +247,13 @@ export function createApp(deps: AppDeps): Koa {
 }
 
 /**
- * The messages and refused items of suppressed users taken out: the request is still answered
- * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy/list.ts).
+ * Tokens a parsed body takes (ingest/ratelimit.ts): one per item of a batch (refused items are
+ * stored too), at most MAX_BATCH_MESSAGES (a longer batch is refused, too_many_messages); one
+ * for any other body.
  */
-function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
-  if (list.size === 0) return sorted;
-  // Infinity: a new message is dropped only for a suppression (a deletion covers what came before it).
-  const drops = (item: unknown) => list.drops(workspaceId, ...itemIds(item), Number.POSITIVE_INFINITY);
-  const messages = sorted.messages.filter((m) => !drops(m));
-  const rejected = sorted.rejected.filter((r) => !drops(r.item));
-  const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;
-  if (dropped === 0) return sorted;
-  metrics.messagesSuppressed.inc(dropped);
-  return { ...sorted, messages, rejected };
-}
-
-/** The records of the accepted messages and of the refused items; 413 for a message over the limit. */
-function toRecords(
-  sorted: Sorted,
-  receipt: Receipt,
-  limits: Limits,
-  policy: ContextPolicy,
-): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string> } {
-  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy);
-  if (!built.ok) throw messageTooLarge(built.index, built.bytes, limits.maxMessageBytes);
-  const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
-  const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp);
-  return { records: built.records, refusals, listedShapes: built.listedShapes };
+function tokensOf(route: Route, body: Record<string, unknown> | undefined, limits: Limits): number {
+  const items = route.kind === "batch" ? body?.batch : undefined;
+  return Array.isArray(items) ? Math.min(limits.maxBatchMessages, Math.max(1, items.length)) : 1;
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

@@ -168,7 +168,8 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.maxInflightBytes < c.maxRequestBytes) {
     return `INGEST_MAX_INFLIGHT_BYTES (${c.maxInflightBytes}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): no compressed request could be read`;
   }
-  // A refused item's record holds up to MAX_MESSAGE_BYTES of raw JSON plus about 5 KB of reasons.
+  // A refused item's record holds up to MAX_MESSAGE_BYTES of raw JSON plus its reasons (usually a few KB;
+  // ingest/rejected.ts cuts raw further when the record would pass the producer's limit).
   if (c.maxMessageBytes + 8_192 > c.kafka.maxMessageBytes) {
     return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) does not fit in KAFKA_MAX_MESSAGE_BYTES (${c.kafka.maxMessageBytes})`;
   }

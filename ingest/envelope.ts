@@ -10,7 +10,8 @@
  * - every time is rewritten in canonical UTC form (`2026-01-02T03:04:05.678Z`): RFC 3339 allows
  *   forms (lowercase `t`, offsets) that ClickHouse refuses or reads differently;
  * - the writeKey never reaches the topic;
- * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message).
+ * - one stored message is at most `maxMessageBytes` of JSON (Segment: 32 KB per message), and its
+ *   Kafka record at most the producer's limit.
  * Segment: https://segment.com/docs/connections/sources/catalog/libraries/server/http-api/
  * Dittofeed: https://github.com/dittofeed/dittofeed (packages/api, the public apps routes)
  */
@@ -20,6 +21,7 @@ import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../
 import { withAnonymizedIp, type Enricher } from "./enrich";
 import { SentShapes } from "./catalog";
 import { catalogShape } from "../schemas/catalog-keys";
+import { RECORD_OVERHEAD_BYTES, recordBytes } from "../schemas/kafka/limits";
 
 /** Who sent the request, from where, and when it arrived. */
 export interface Receipt {
@@ -54,16 +56,24 @@ export interface ContextPolicy {
 /** No enrichment, addresses kept as sent. */
 export const PLAIN_CONTEXT: ContextPolicy = { anonymizeIp: false };
 
-/** The records, or the first message over the size limit. */
+/**
+ * The records, or the first message over a size limit: `bytes` of it measured as `over` counts
+ * them (`message`: its row's values unescaped; `record`: its Kafka record, recordBytes), `limit`
+ * the bound it passed.
+ */
 export type BuildResult =
   | { ok: true; records: EventRecord[]; /** shapes whose key list these records carry (ingest/catalog.ts) */ listedShapes: Set<string> }
-  | { ok: false; index: number; bytes: number };
+  | { ok: false; index: number; bytes: number; limit: number; over: "message" | "record" };
 
 /**
  * Builds one record per message, in order: key = messageId, value = the message's events row as
  * one JSONEachRow line (schemas/row.ts, format 2). The sink passes the
  * value to ClickHouse as it is. A message's size is the UTF-8 bytes of its row before the JSON
- * text columns are escaped into the line (close to the message's own JSON).
+ * text columns are escaped into the line (close to the message's own JSON), at most
+ * `maxMessageBytes`. Its record, whose line escapes quotes and backslashes again (2x) and control
+ * characters (up to 6x), is also at most `maxRecordBytes` as schemas/kafka/limits.ts recordBytes
+ * counts it (key + value + overhead): a record over the producer's limit would be refused by the
+ * broker on every retry.
  */
 export function buildRecords(
   messages: readonly Message[],
@@ -71,20 +81,26 @@ export function buildRecords(
   receipt: Receipt,
   maxMessageBytes: number,
   policy: ContextPolicy = PLAIN_CONTEXT,
+  maxRecordBytes = Number.POSITIVE_INFINITY,
 ): BuildResult {
   const records: EventRecord[] = [];
   const listedShapes = new Set<string>();
   // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
   const measureOver = Math.floor(maxMessageBytes / 3);
+  const recordMeasureOver = Math.floor((maxRecordBytes - RECORD_OVERHEAD_BYTES) / 3);
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
     const row = messageRow(message, stamp(message, defaults, receipt, policy, listedShapes));
-    const value = JSON.stringify(row);
-    if (value.length > measureOver) {
+    const record: EventRecord = { key: message.messageId, value: JSON.stringify(row) };
+    if (record.value.length > measureOver) {
       const bytes = rowBytes(row);
-      if (bytes > maxMessageBytes) return { ok: false, index, bytes };
+      if (bytes > maxMessageBytes) return { ok: false, index, bytes, limit: maxMessageBytes, over: "message" };
     }
-    records.push({ key: message.messageId, value });
+    if (record.value.length + record.key.length > recordMeasureOver) {
+      const bytes = recordBytes(record);
+      if (bytes > maxRecordBytes) return { ok: false, index, bytes, limit: maxRecordBytes, over: "record" };
+    }
+    records.push(record);
   }
   return { ok: true, records, listedShapes };
 }
@@ -101,28 +117,39 @@ function rowBytes(row: EventRow): number {
 
 /**
  * How far from its arrival a client's time may lie and still place the event (its day and
- * partition, schemas/clickhouse/ EVENT_DATE), ms. Outside, the message is stored with the day
- * it arrived and the client's text is kept in `extra` under its own name: a device's broken
- * clock (1970, 2040) or a hostile client cannot spread rows over thousands of monthly
- * partitions (on 18.16 a FINAL read of 1,000 parts runs out of memory; current ClickHouse refuses
- * an insert over 100). PostHog likewise replaces a client time over 23 h in the future with the
- * time of arrival. The past reaches 5 years back for historical imports (Segment's /v1/import).
+ * partition, schemas/clickhouse/ EVENT_DATE), in whole UTC days: the client's UTC day from the
+ * arrival's UTC day minus 5 x 366 days (historical imports, Segment's /v1/import) to the
+ * arrival's UTC day plus 1. Outside, the message is stored with the day it arrived and the
+ * client's text is kept in `extra` under its own name: a device's broken clock (1970, 2040) or a
+ * hostile client cannot spread rows over thousands of monthly partitions (on 18.16 a FINAL read
+ * of 1,000 parts runs out of memory; current ClickHouse refuses an insert over 100). Days, not
+ * ms: the retries of a message get the same decision unless they straddle a UTC midnight (an
+ * ms bound let a retry seconds later flip from client day to arrival day: two rows). PostHog
+ * replaces a client time over 23 h in the future with the time of arrival; here the future
+ * reaches the end of the next UTC day (24 to 48 h).
  */
-export const CLIENT_TIME_WINDOW = { pastMs: 5 * 366 * 86_400_000, futureMs: 86_400_000 } as const;
+export const CLIENT_TIME_WINDOW = { pastDays: 5 * 366, futureDays: 1 } as const;
 
-/** Whether a client time (ms) may place an event received at `receivedMs` (CLIENT_TIME_WINDOW). */
+const DAY_MS = 86_400_000;
+
+/**
+ * Whether a client time (epoch ms) may place an event received at `receivedMs` (epoch ms): its
+ * UTC day lies in CLIENT_TIME_WINDOW around the arrival's UTC day.
+ */
 export function inClientTimeWindow(timeMs: number, receivedMs: number): boolean {
-  return timeMs >= receivedMs - CLIENT_TIME_WINDOW.pastMs && timeMs <= receivedMs + CLIENT_TIME_WINDOW.futureMs;
+  const day = Math.floor(timeMs / DAY_MS);
+  const arrivalDay = Math.floor(receivedMs / DAY_MS);
+  return day >= arrivalDay - CLIENT_TIME_WINDOW.pastDays && day <= arrivalDay + CLIENT_TIME_WINDOW.futureDays;
 }
 
 /**
  * What the ingest stores with a message, computed without copying it: its sentAt (its own, else
  * the batch's), the client's timestamp (`timestamp`, else RudderStack's `originalTimestamp`), the
  * stored timestamp, and the context (batch context merged under its own; ip filled). A client
- * time outside CLIENT_TIME_WINDOW is not the original_timestamp (the row gets the day it
- * arrived); its text stays in `extra`, and the stored timestamp is its skew correction when that
- * lies in the window (a wrong clock that sent sentAt too), else receivedAt. A client time in the
- * window whose correction is not (a wrong sentAt alone) is stored uncorrected.
+ * time outside CLIENT_TIME_WINDOW (whole UTC days) is not the original_timestamp (the row gets the
+ * day it arrived); its text stays in `extra`, and the stored timestamp is its skew correction
+ * when that lies in the window (a wrong clock that sent sentAt too), else receivedAt. A client
+ * time in the window whose correction is not (a wrong sentAt alone) is stored uncorrected.
  */
 export function stamp(
   message: Message,
@@ -236,7 +263,8 @@ const sentTimes = new LastParsed();
 function canonical(time: string | null | undefined): string | undefined {
   if (time === null || time === undefined) return undefined;
   // A valid RFC 3339 time of this shape (what SDKs send) is already canonical: no parse needed.
-  // Days 29-31 are parsed: Date.parse accepts 2026-02-30 (as March 2), ClickHouse may not.
+  // Days 29-31 are parsed: Date.parse accepts 2026-02-30 (as March 2); the guards refuse such a
+  // day (schemas/messages.ts CalendarDate), so only an unvalidated message reaches this.
   if (time.length === 24 && time[10] === "T" && time[19] === "." && time[23] === "Z" && time.slice(8, 10) < "29") return time;
   return new Date(Date.parse(time)).toISOString();
 }

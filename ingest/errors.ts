@@ -7,6 +7,7 @@ import type Koa from "koa";
 import type { Logger } from "pino";
 import type { AuthResult } from "./auth";
 import type { ValidationIssue } from "./validate";
+import type { tags } from "typia";
 
 /** JSON body of every error answer. */
 export interface ErrorBody {
@@ -14,9 +15,17 @@ export interface ErrorBody {
   error: string;
   /** What was wrong, for a person. */
   message: string;
-  /** Each bad field of an invalid_body answer. */
+  /** Each bad field of an invalid_body answer: the first 100 of them (MAX_LISTED_ISSUES). */
   issues?: ValidationIssue[];
+  /** Bad fields of an invalid_body answer found but not listed in `issues` (absent when every one is listed). */
+  issuesNotListed?: number & tags.Type<"uint32">;
 }
+
+/**
+ * Most issues one invalid_body answer lists: a small gzip batch of 2,500 invalid items would
+ * otherwise be answered with 22,500 of them (2.2 MB). Our rule; Segment names none.
+ */
+export const MAX_LISTED_ISSUES = 100;
 
 /** An error answered to the client as it is (4xx, 503). */
 export class HttpError extends Error {
@@ -48,13 +57,21 @@ export function methodNotAllowed(): HttpError {
   return new HttpError(405, { error: "method_not_allowed", message: "this route answers POST (and OPTIONS for CORS)" });
 }
 
-/** 400: the body has invalid fields and nothing in it was accepted; names each bad field. */
-export function invalidBody(issues: ValidationIssue[]): HttpError {
-  return new HttpError(400, {
+/**
+ * 400: the body has invalid fields and nothing in it was accepted; names the first
+ * MAX_LISTED_ISSUES bad fields and counts the others (`issuesNotListed`).
+ */
+export function invalidBody(issues: Iterable<ValidationIssue>): HttpError {
+  const listed: ValidationIssue[] = [];
+  let count = 0;
+  for (const issue of issues) if (++count <= MAX_LISTED_ISSUES) listed.push(issue);
+  const body: ErrorBody = {
     error: "invalid_body",
-    message: `the body has ${issues.length} invalid field(s); nothing was accepted`,
-    issues,
-  });
+    message: `the body has ${count} invalid field(s); nothing was accepted`,
+    issues: listed,
+  };
+  if (count > listed.length) body.issuesNotListed = count - listed.length;
+  return new HttpError(400, body);
 }
 
 /**
@@ -166,11 +183,19 @@ export function sharedFieldsTooLarge(sharedBytes: number, items: number, limit: 
   });
 }
 
-/** 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message). */
-export function messageTooLarge(index: number, bytes: number, limit: number): HttpError {
+/**
+ * 413: one message over MAX_MESSAGE_BYTES as stored (Segment: 32 KB per message), or (`over`
+ * "record") whose Kafka record, its JSON escaped again, is over the producer's limit (the smaller
+ * of KAFKA_MAX_MESSAGE_BYTES and the topic's max.message.bytes): the broker would refuse it on
+ * every retry. `index` is the message's position in the batch.
+ */
+export function messageTooLarge(index: number, bytes: number, limit: number, over: "message" | "record" = "message"): HttpError {
   return new HttpError(413, {
     error: "message_too_large",
-    message: `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message`,
+    message:
+      over === "message"
+        ? `message ${index} is ${bytes} bytes; the limit is ${limit} bytes per message`
+        : `message ${index} makes a Kafka record of ${bytes} bytes (its JSON escaped again); the limit is ${limit} bytes per record`,
   });
 }
 

@@ -67,7 +67,7 @@ export function openapiDocument(version: string): object {
             ...(successBody === "" ? {} : { content: { "application/json": { schema: SUCCESS_SCHEMA } } }),
           },
           "400": error(
-            "Invalid JSON, a gzip or deflate body that does not decompress, no valid message in the body (each bad field named in `issues`), or too many messages",
+            "Invalid JSON, a gzip or deflate body that does not decompress, no valid message in the body (the first 100 bad fields named in `issues`, the others counted in `issuesNotListed`), or too many messages",
           ),
           "408": error("The whole body did not arrive within INGEST_BODY_TIMEOUT_MS; the connection is closed"),
           "401": error("Missing, unknown or conflicting writeKey"),

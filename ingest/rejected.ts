@@ -8,6 +8,7 @@ import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
 import { cutText } from "../schemas/wellformed";
 import type { Receipt } from "./envelope";
 import { withAnonymizedIp } from "./enrich";
+import { recordBytes } from "../schemas/kafka/limits";
 
 /** A refused item: the item as sent and each reason. */
 export interface Refusal {
@@ -16,7 +17,7 @@ export interface Refusal {
 }
 
 /** Most reasons kept per refused item, and characters per reason (the record stays bounded). */
-const MAX_REASONS = 20;
+export const MAX_REASONS = 20;
 const MAX_REASON_CHARS = 200;
 
 /**
@@ -47,12 +48,20 @@ function idsFirstText(fields: Record<string, unknown>): string {
 /**
  * One record per refused item for the rejected topic (key = rejectionId). The item's JSON, less
  * any `writeKey` (it never reaches the topic), with userId, anonymousId and previousId first
- * (DELETION_KEYS), is kept whole while its escaped form fits `maxRawBytes`, else cut (and a
- * reason says so); reasons are capped too, so one record stays within maxRawBytes + about 5 KB,
- * under the broker's limit. The rejectionId hashes the item (less writeKey, IP anonymized as
- * asked) in the order it was sent, as before the ids came first. Pure.
+ * (DELETION_KEYS), is kept whole while its escaped form fits `maxRawBytes` and the whole record
+ * fits `maxRecordBytes` (schemas/kafka/limits.ts recordBytes; the producer's limit, so the broker
+ * never refuses it), else cut (and a reason says so). Reasons are capped too (MAX_REASONS of
+ * MAX_REASON_CHARS, their escaped text within a quarter of `maxRecordBytes`), so one record stays
+ * within maxRawBytes + about 25 KB. The rejectionId hashes the item (less writeKey, IP anonymized
+ * as asked) in the order it was sent, as before the ids came first. Pure.
  */
-export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, maxRawBytes: number, anonymize = false): EventRecord[] {
+export function buildRejected(
+  refusals: readonly Refusal[],
+  receipt: Receipt,
+  maxRawBytes: number,
+  anonymize = false,
+  maxRecordBytes = Number.POSITIVE_INFINITY,
+): EventRecord[] {
   return refusals.map(({ item, reasons }) => {
     let fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
     if (anonymize && fields !== undefined && isRecord(fields.context) && fields.context.ip !== undefined)
@@ -60,12 +69,6 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
     const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
     const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
     let raw = fields === undefined ? whole : idsFirstText(withoutKey);
-    const why = reasons.slice(0, MAX_REASONS).map((r) => cutText(r, MAX_REASON_CHARS));
-    if (reasons.length > MAX_REASONS) why.push(`and ${reasons.length - MAX_REASONS} more reason(s)`);
-    const fullBytes = Buffer.byteLength(raw, "utf8");
-    // The envelope escapes raw again (quotes, control characters): cut until the escaped form fits.
-    while (Buffer.byteLength(JSON.stringify(raw), "utf8") > maxRawBytes) raw = cutText(raw, Math.floor(raw.length * 0.8));
-    if (Buffer.byteLength(raw, "utf8") < fullBytes) why.push(`raw: cut to ${Buffer.byteLength(raw, "utf8")} bytes of ${fullBytes}`);
     const messageId = typeof fields?.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
     const envelope: RejectedEnvelope = {
       workspaceId: receipt.workspaceId,
@@ -74,11 +77,43 @@ export function buildRejected(refusals: readonly Refusal[], receipt: Receipt, ma
       rejectionId: createHash("sha256").update(`${receipt.workspaceId}\n${whole}`).digest("hex"),
       messageId,
       type: typeof fields?.type === "string" ? cutText(fields.type, 100) : "",
-      reasons: why,
-      raw,
+      reasons: keptReasons(reasons, maxRecordBytes / 4),
+      raw: "",
     };
+    const fullBytes = Buffer.byteLength(raw, "utf8");
+    const cutNote = `raw: cut to ${fullBytes} bytes of ${fullBytes}`;
+    // The record less raw's 2 quotes, with room for the cut note: what raw's escaped text may add.
+    const rest = recordBytes({ key: envelope.rejectionId, value: JSON.stringify(envelope) }) - 2 + escapedBytes(cutNote) + 1;
+    const rawRoom = Math.min(maxRawBytes, maxRecordBytes - rest);
+    // The envelope escapes raw again (quotes, control characters): cut until the escaped form fits.
+    while (raw !== "" && escapedBytes(raw) > rawRoom) raw = cutText(raw, Math.floor(raw.length * 0.8));
+    const keptBytes = Buffer.byteLength(raw, "utf8");
+    if (keptBytes < fullBytes) envelope.reasons.push(`raw: cut to ${keptBytes} bytes of ${fullBytes}`);
+    envelope.raw = raw;
     return { key: envelope.rejectionId, value: JSON.stringify(envelope), rejected: true };
   });
+}
+
+/**
+ * The reasons kept in a record: the first MAX_REASONS, each cut to MAX_REASON_CHARS, while their
+ * escaped text stays within `maxBytes`; then one saying how many were left out.
+ */
+function keptReasons(reasons: readonly string[], maxBytes: number): string[] {
+  const kept: string[] = [];
+  let bytes = 0;
+  for (const reason of reasons) {
+    const text = cutText(reason, MAX_REASON_CHARS);
+    bytes += escapedBytes(text) + 1;
+    if (kept.length === MAX_REASONS || bytes > maxBytes) break;
+    kept.push(text);
+  }
+  if (kept.length < reasons.length) kept.push(`and ${reasons.length - kept.length} more reason(s)`);
+  return kept;
+}
+
+/** UTF-8 bytes of a string as a JSON string literal (quotes and escapes included). */
+function escapedBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text), "utf8");
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

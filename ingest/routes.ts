@@ -1,11 +1,18 @@
 /**
  * The route table of the ingest: the paths (the spec's and Segment's) and, for each, how a parsed
- * body becomes the messages to accept and the items to reject. Pure; a whole-request refusal
- * (too many messages, shared fields too large) throws its named HttpError from errors.ts.
+ * body becomes the messages to accept and the items to reject; then the records produced of them
+ * (suppressed users taken out). Pure but for the suppression metric; a whole-request refusal (too
+ * many messages, shared fields too large, a message over a size limit) throws its named HttpError
+ * from errors.ts.
  */
+import type { EventRecord } from "../schemas/envelope";
 import type { Message, MessageType } from "../schemas/messages";
-import type { BatchDefaults } from "./envelope";
-import { sharedFieldsTooLarge, tooManyMessages } from "./errors";
+import { type PrivacyList, itemIds } from "../schemas/privacy/list";
+import type { Limits } from "./app";
+import { type BatchDefaults, type ContextPolicy, type Receipt, buildRecords } from "./envelope";
+import { messageTooLarge, sharedFieldsTooLarge, tooManyMessages } from "./errors";
+import type { IngestMetrics } from "./metrics";
+import { buildRejected } from "./rejected";
 import { sortBatch, validateSingle, type RejectedItem, type Validation } from "./validate";
 
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
@@ -116,4 +123,34 @@ function singleSorter(type: MessageType): Route["sort"] {
     if (body === null || typeof body !== "object" || Array.isArray(body)) return result;
     return { ok: true, value: { messages: [], rejected: [{ index: 0, item: body, issues: result.issues }], defaults: {} } };
   };
+}
+
+/**
+ * The messages and refused items of suppressed users taken out: the request is still answered
+ * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy/list.ts).
+ */
+export function withoutSuppressed(sorted: Sorted, workspaceId: string, list: PrivacyList, metrics: IngestMetrics): Sorted {
+  if (list.size === 0) return sorted;
+  // Infinity: a new message is dropped only for a suppression (a deletion covers what came before it).
+  const drops = (item: unknown) => list.drops(workspaceId, ...itemIds(item), Number.POSITIVE_INFINITY);
+  const messages = sorted.messages.filter((m) => !drops(m));
+  const rejected = sorted.rejected.filter((r) => !drops(r.item));
+  const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;
+  if (dropped === 0) return sorted;
+  metrics.messagesSuppressed.inc(dropped);
+  return { ...sorted, messages, rejected };
+}
+
+/** The records of the accepted messages and of the refused items; 413 for a message over a limit (its size or its record's). */
+export function toRecords(
+  sorted: Sorted,
+  receipt: Receipt,
+  limits: Limits,
+  policy: ContextPolicy,
+): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string> } {
+  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy, limits.maxRecordBytes);
+  if (!built.ok) throw messageTooLarge(built.index, built.bytes, built.limit, built.over);
+  const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
+  const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp, limits.maxRecordBytes);
+  return { records: built.records, refusals, listedShapes: built.listedShapes };
 }

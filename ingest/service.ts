@@ -17,7 +17,7 @@ import { readKeys, watchKeysFile } from "./keys";
 import { ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
-import { topicMaxMessageBytes } from "../schemas/kafka/limits";
+import { recordLimit, topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { createKafka } from "../schemas/kafka/client";
 import { createProducer } from "../schemas/kafka/producer";
 import { settledWithin, withDeadline } from "../schemas/runtime/deadline";
@@ -115,6 +115,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
       maxMessageBytes: config.maxMessageBytes,
       maxBatchMessages: config.maxBatchMessages,
       maxJsonDepth: config.maxJsonDepth,
+      maxRecordBytes: recordLimit(maxBytes),
     },
     trustedProxies: config.trustedProxies,
     maxInflightBytes: config.maxInflightBytes,

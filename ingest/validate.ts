@@ -7,6 +7,7 @@ import type { IValidation } from "typia";
 import { isIdentified, validateBatchFrame, validateMessage, validateSingleBody } from "../schemas/guards";
 import type { BatchBody, BatchFrame, BodyWriteKey, Message, MessageType } from "../schemas/messages";
 import { coerceMessage } from "./coerce";
+import { MAX_REASONS } from "./rejected";
 
 /** One bad field: its path in the body (`batch[2].event`) and what was expected there. */
 export interface ValidationIssue {
@@ -17,7 +18,13 @@ export interface ValidationIssue {
 /** A validated body, or every issue found in it. */
 export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
 
-/** A batch item refused on its own: its position, the item as sent, and each bad field. */
+/**
+ * Most issues kept for one refused item (the last one counting those left out): its record keeps
+ * no more reasons (MAX_REASONS, ingest/rejected.ts), so more are not collected.
+ */
+export const MAX_ITEM_ISSUES = MAX_REASONS;
+
+/** A batch item refused on its own: its position, the item as sent, and each bad field (at most MAX_ITEM_ISSUES). */
 export interface RejectedItem {
   index: number;
   item: unknown;
@@ -46,7 +53,7 @@ export function sortBatch(body: unknown): Validation<SortedBatch> {
   frame.data.batch.forEach((item, index) => {
     const at = `batch[${index}]`;
     const result = validateMessage(coerceMessage(item));
-    const issues = result.success ? identityIssues(result.data, at) : toIssues(result).map((i) => ({ ...i, path: underPath(at, i.path) }));
+    const issues = result.success ? identityIssues(result.data, at) : toIssues(result, at);
     if (issues.length === 0 && result.success) accepted.push(result.data);
     else rejected.push({ index, item, issues });
   });
@@ -70,6 +77,11 @@ export function validateSingle(type: MessageType, body: unknown): Validation<Mes
   return issues.length > 0 ? { ok: false, issues } : { ok: true, value: { ...result.data, type } as Message & BodyWriteKey };
 }
 
+/** The issues of refused items, in order, without copying them into one array. */
+export function* issuesOf(rejected: readonly RejectedItem[]): Generator<ValidationIssue> {
+  for (const item of rejected) yield* item.issues;
+}
+
 /** Segment's rule: a message must name a userId or an anonymousId. */
 function identityIssues(message: unknown, at: string): ValidationIssue[] {
   return isIdentified(message)
@@ -77,8 +89,20 @@ function identityIssues(message: unknown, at: string): ValidationIssue[] {
     : [{ path: at === "" ? "userId" : `${at}.userId`, expected: "userId or anonymousId (one is required)" }];
 }
 
-function toIssues(result: IValidation.IFailure): ValidationIssue[] {
-  return result.errors.map((e) => ({ path: bodyPath(e.path), expected: e.expected }));
+/**
+ * typia's errors as issues, under the item's path `at` (none: the body's own); past
+ * MAX_ITEM_ISSUES, the first MAX_ITEM_ISSUES - 1 and one counting the rest.
+ */
+function toIssues(result: IValidation.IFailure, at?: string): ValidationIssue[] {
+  const { errors } = result;
+  const kept = errors.length > MAX_ITEM_ISSUES ? MAX_ITEM_ISSUES - 1 : errors.length;
+  const issues: ValidationIssue[] = [];
+  for (let i = 0; i < kept; i++) {
+    const path = bodyPath(errors[i]!.path);
+    issues.push({ path: at === undefined ? path : underPath(at, path), expected: errors[i]!.expected });
+  }
+  if (kept < errors.length) issues.push({ path: at ?? "$", expected: `and ${errors.length - kept} more issue(s)` });
+  return issues;
 }
 
 /** An item's issue path under the item's own path: `$` -> `batch[2]`, `event` -> `batch[2].event`. */

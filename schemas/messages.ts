@@ -30,8 +30,22 @@ export type StorableTime = tags.TagBase<{
 /** End of the storable range, ms since the epoch (2106-01-01T00:00:00Z, excluded); StorableTime's bound. */
 export const STORABLE_TIME_END_MS = 4_291_747_200_000;
 
-/** RFC 3339 date-time with offset, e.g. `2026-01-02T03:04:05.678Z`, within the storable range. */
-export type IsoDateTime = string & tags.Format<"date-time"> & StorableTime;
+/**
+ * A time whose date exists in the calendar: its day (in the text's own offset) is at most the
+ * days of its month. RFC 3339 (§5.7) calls 2026-02-29 or 2025-11-31 invalid, but the date-time
+ * format check accepts days 29-31 in every month, and Date.parse rolls them over (2026-03-01,
+ * 2025-12-01: another day, another month's partition); they are refused as a leap second
+ * (`:60`) is, and the item kept in rejected_messages (docs/API.md, Timestamps).
+ */
+export type CalendarDate = tags.TagBase<{
+  kind: "calendarDate";
+  target: "string";
+  value: undefined;
+  validate: `new Date(Date.UTC(+$input.slice(0, 4), +$input.slice(5, 7) - 1, +$input.slice(8, 10))).getUTCDate() === +$input.slice(8, 10)`;
+}>;
+
+/** RFC 3339 date-time with offset, e.g. `2026-01-02T03:04:05.678Z`, a day the calendar has, within the storable range. */
+export type IsoDateTime = string & tags.Format<"date-time"> & CalendarDate & StorableTime;
 
 /** Non-empty identifier (messageId, userId, ...). 200 chars max keeps keys index-friendly. */
 export type Id = string & tags.MinLength<1> & tags.MaxLength<200>;

@@ -17,6 +17,15 @@ export const RECORD_OVERHEAD_BYTES = 32;
 /** Room kept under the limit for the record batch header (61 bytes) and request framing. */
 export const BATCH_SLACK_BYTES = 1_024;
 
+/**
+ * The most bytes (recordBytes) one record may take to be sent under a send limit of `maxBytes`
+ * (the smaller of KAFKA_MAX_MESSAGE_BYTES and the topic's max.message.bytes): alone in its chunk,
+ * with the batch slack kept (chunkByBytes). A bigger record is refused by the broker on every retry.
+ */
+export function recordLimit(maxBytes: number): number {
+  return maxBytes - BATCH_SLACK_BYTES;
+}
+
 /** Bytes one record takes in a produce: key + value (UTF-8) + headers + overhead. */
 export function recordBytes(record: {
   key?: string | Buffer | null;

@@ -35,7 +35,7 @@ export async function inProcessIngest(overrides: Partial<AppDeps> = {}): Promise
     },
     isReady: () => true,
     isDraining: () => false,
-    limits: { maxRequestBytes: 512_000, maxMessageBytes: 32_768, maxBatchMessages: 2_500, maxJsonDepth: 64 },
+    limits: { maxRequestBytes: 512_000, maxMessageBytes: 32_768, maxBatchMessages: 2_500, maxJsonDepth: 64, maxRecordBytes: 998_976 },
     trustedProxies: 0,
     maxInflightBytes: 32 * 1024 * 1024,
     bodyTimeoutMs: 10_000,

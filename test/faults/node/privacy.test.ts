@@ -311,10 +311,11 @@ scenarios("11. mid-traffic: a batch over 1,500 months; identify {mallory, anonym
     const [months] = await stack.select<{ n: string }>(
       `SELECT uniqExact(toYYYYMM(event_date)) AS n FROM ${stack.table} FINAL WHERE user_id = '${spreadUser}'`,
     );
-    // What the window can span: every month from 5 years back to 1 day ahead, and one more for a
+    // What the window can span: every month from 5 years back to the next UTC day, and one more for a
     // month turning during the run.
     const windowMonths = new Set<string>();
-    for (let at = postedAt - CLIENT_TIME_WINDOW.pastMs; at <= postedAt + CLIENT_TIME_WINDOW.futureMs; at += 86_400_000)
+    const day = 86_400_000;
+    for (let at = postedAt - CLIENT_TIME_WINDOW.pastDays * day; at <= postedAt + CLIENT_TIME_WINDOW.futureDays * day; at += day)
       windowMonths.add(month(at));
     const bound = windowMonths.size + 1;
     figures = { landed: landed.unique, refused, answerRefused: spread.refused, months: Number(months!.n), expected: expectedMonths.size };

@@ -11,6 +11,7 @@ import {
 import type { EventRecord } from "../../../schemas/envelope";
 import type { Message } from "../../../schemas/messages";
 import { EVENT_ROW_COLUMNS, ROW_VALUE_PREFIX, type EventRow } from "../../../schemas/row";
+import { recordBytes } from "../../../schemas/kafka/limits";
 
 const receipt: Receipt = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z", clientIp: "203.0.113.9" };
 const parse = (record: EventRecord) => JSON.parse(record.value) as EventRow;
@@ -146,14 +147,44 @@ test("a wrong sentAt alone does not carry a good client time out of the window: 
   assert.is(fine!.timestamp, new Date(Date.parse(receipt.receivedAt) - 5_000).toISOString(), "a sane sentAt still corrects");
 });
 
-test("the window: 5 years back (historical imports), 1 day ahead", () => {
-  const received = Date.parse(receipt.receivedAt);
+test("the window, in whole UTC days: 5 x 366 days back (historical imports), to the end of the next day", () => {
+  const received = Date.parse(receipt.receivedAt); // 2026-11-22T10:00:00.123Z
   const day = 86_400_000;
-  assert.ok(inClientTimeWindow(received + day, received));
-  assert.not.ok(inClientTimeWindow(received + day + 1, received));
-  assert.ok(inClientTimeWindow(received - 5 * 365 * day, received));
-  assert.not.ok(inClientTimeWindow(received - 5 * 366 * day - 1, received));
-  assert.is(CLIENT_TIME_WINDOW.futureMs, day);
+  assert.ok(inClientTimeWindow(Date.parse("2026-11-23T23:59:59.999Z"), received), "the next UTC day, to its end");
+  assert.not.ok(inClientTimeWindow(Date.parse("2026-11-24T00:00:00.000Z"), received), "two days ahead is outside");
+  assert.not.ok(inClientTimeWindow(received + 2 * day, received));
+  const firstDay = Date.parse("2026-11-22T00:00:00.000Z") - 5 * 366 * day;
+  assert.ok(inClientTimeWindow(firstDay, received), "from the start of the arrival's day 1,830 days back");
+  assert.not.ok(inClientTimeWindow(firstDay - 1, received));
+  assert.equal(CLIENT_TIME_WINDOW, { pastDays: 5 * 366, futureDays: 1 });
+});
+
+/** The row of one message sent at `receivedAt` (an attempt), with the client's `sentAt` of that attempt. */
+function attempt(message: Message, receivedAt: string, sentAt: string): EventRow {
+  const result = buildRecords([message], { sentAt }, { ...receipt, receivedAt }, 32 * 1024);
+  if (!result.ok) throw new Error("too large");
+  return parse(result.records[0]!);
+}
+
+test("a retry near the window's edges gets the same originalTimestamp decision (one row under FINAL)", () => {
+  const shift = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
+  // A device dated 24 h 1 min ahead; the SDK re-stamps sentAt, and retries 2 minutes later (review-data 1, review-edge 3).
+  const ahead = { type: "track", messageId: "m-1", userId: "u", event: "E", timestamp: "2026-05-11T12:01:00.000Z" } as Message;
+  const first = attempt(ahead, "2026-05-10T12:00:00.000Z", "2026-05-11T12:01:00.000Z");
+  const retry = attempt(ahead, "2026-05-10T12:02:00.000Z", "2026-05-11T12:03:00.000Z");
+  assert.is(first.original_timestamp, "2026-05-11T12:01:00.000Z");
+  assert.is(retry.original_timestamp, first.original_timestamp);
+  // An import 5 x 366 days minus 10 s old, retried 10 s later.
+  const old = shift("2026-05-10T12:00:00.000Z", -5 * 366 * 86_400_000 + 10_000);
+  const imported = { type: "track", messageId: "m-2", userId: "u", event: "E", timestamp: old } as Message;
+  const a = attempt(imported, "2026-05-10T12:00:00.000Z", old);
+  const b = attempt(imported, "2026-05-10T12:00:10.000Z", shift(old, 10_000));
+  assert.is(a.original_timestamp, old);
+  assert.is(b.original_timestamp, a.original_timestamp);
+  // Two days ahead stays outside on every attempt.
+  const far = { type: "track", messageId: "m-3", userId: "u", event: "E", timestamp: "2026-05-12T12:00:00.000Z" } as Message;
+  assert.is(attempt(far, "2026-05-10T12:00:00.000Z", "2026-05-12T12:00:00.000Z").original_timestamp, undefined);
+  assert.is(attempt(far, "2026-05-10T12:02:00.000Z", "2026-05-12T12:02:00.000Z").original_timestamp, undefined);
 });
 
 test("a hostile batch spread over 1,500 months makes rows of at most the window's months", () => {
@@ -236,6 +267,27 @@ test("the size limit counts the row's values unescaped: quotes do not push a mes
   assert.ok(result.ok, "the message fits in 2048 bytes although its line is longer");
   if (result.ok) assert.ok(Buffer.byteLength(result.records[0]!.value) > 3_600);
   assert.not.ok(buildRecords([quotes], {}, receipt, 1024).ok);
+});
+
+test("a message within maxMessageBytes whose record, escaped again, passes maxRecordBytes is reported as over the record limit", () => {
+  // 70 property keys of 195 quotes (review-edge 4): 27,861 bytes of properties JSON, a record of about 83 KB.
+  const properties = Object.fromEntries(Array.from({ length: 70 }, (_, i) => ['"'.repeat(195) + String(i).padStart(3, "0"), 0]));
+  const quotes = { type: "track", messageId: "big-1", userId: "u", event: "E", properties } as Message;
+  const small = { type: "track", messageId: "s", userId: "u", event: "E" } as Message;
+  const unbounded = buildRecords([small, quotes], {}, receipt, 32_768);
+  assert.ok(unbounded.ok, "within 32 KB as a message");
+  const limit = 65_536 - 1_024;
+  const bounded = buildRecords([small, quotes], {}, receipt, 32_768, undefined, limit);
+  assert.not.ok(bounded.ok);
+  if (bounded.ok || !unbounded.ok) return;
+  assert.equal({ index: bounded.index, over: bounded.over, limit: bounded.limit }, { index: 1, over: "record", limit });
+  assert.is(bounded.bytes, recordBytes(unbounded.records[1]!));
+  assert.ok(bounded.bytes > limit);
+  // Plain text near the message limit fits the record limit: nothing measured twice is refused.
+  const plain = { type: "track", messageId: "p", userId: "u", event: "E", properties: { text: "x".repeat(32_000) } } as Message;
+  const fits = buildRecords([plain], {}, receipt, 32_768, undefined, limit);
+  assert.ok(fits.ok);
+  if (fits.ok) assert.ok(recordBytes(fits.records[0]!) <= limit);
 });
 
 test.run();

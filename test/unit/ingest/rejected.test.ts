@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { test } from "uvu";
 import { buildRejected } from "../../../ingest/rejected";
 import * as assert from "uvu/assert";
+import { recordBytes } from "../../../schemas/kafka/limits";
 
 const receipt = { workspaceId: "ws1", receivedAt: "2026-11-23T10:00:00.000Z" };
 const envelopeOf = (value: string) => JSON.parse(value) as RejectedEnvelope;
@@ -34,6 +35,19 @@ test("the record stays bounded: raw cut so its escaped form fits, reasons capped
   assert.ok(envelope.reasons.every((r) => r.length <= 200));
   assert.ok(envelope.reasons.some((r) => r === "and 10 more reason(s)"));
   assert.ok(envelope.reasons.some((r) => r.startsWith("raw: cut to ")));
+});
+
+test("a refused item's record fits maxRecordBytes (the producer's limit) whatever its text escapes to", () => {
+  const controls = "\u0001".repeat(40_000); // 6 bytes each once escaped, 12 escaped again
+  const reasons = Array.from({ length: 30 }, (_, i) => `batch[${i}]["${"\u0002".repeat(190)}"]: string`);
+  for (const limit of [64_512, 16_384]) {
+    const [record] = buildRejected([{ item: { userId: "u", note: controls }, reasons }], receipt, 57_344, false, limit);
+    assert.ok(recordBytes(record!) <= limit, `record ${recordBytes(record!)} bytes, limit ${limit}`);
+    const envelope = envelopeOf(record!.value);
+    assert.ok(envelope.raw.startsWith('{"userId":"u"'), "the ids are kept");
+    assert.ok(envelope.reasons.some((r) => r.startsWith("raw: cut to ")));
+    assert.ok(envelope.reasons.some((r) => r.startsWith("and ") && r.endsWith("more reason(s)")));
+  }
 });
 
 test("the same item refused twice has the same rejectionId (one row); another workspace's does not", () => {

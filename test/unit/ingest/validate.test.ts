@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { jsonDepthOver, validateBatch, validateSingle } from "../../../ingest/validate";
+import { jsonDepthOver, sortBatch, validateBatch, validateSingle } from "../../../ingest/validate";
 
 const validateIdentify = (body: unknown) => validateSingle("identify", body);
 import { samples } from "../../support/samples";
@@ -19,6 +19,33 @@ test("the spec's mixed identify+track batch sample is valid", () => {
 test("every message type is accepted in a batch", () => {
   const result = validateBatch(samples.everyType);
   assert.ok(result.ok, JSON.stringify(result));
+});
+
+test("a day its month lacks is refused by name, as a leap second is; real leap days and 30/31 pass (review-data 4)", () => {
+  const impossible = [
+    "2026-02-29T12:00:00.000Z",
+    "2024-02-30T00:00:00Z",
+    "2025-11-31T23:59:59.999Z",
+    "2026-04-31T01:00:00+02:00",
+    "2100-02-29T00:00:00Z",
+  ];
+  const fine = ["2024-02-29T12:00:00.000Z", "2000-02-29T00:00:00Z", "2025-12-31T23:59:59.999Z", "2026-04-30t01:00:00+02:00"];
+  const item = (timestamp: string, i: number) => ({ type: "track", messageId: `m${i}`, userId: "u", event: "E", timestamp });
+  const sorted = sortBatch({ batch: [...impossible, ...fine].map(item) });
+  assert.ok(sorted.ok);
+  if (!sorted.ok) return;
+  assert.equal(
+    sorted.value.rejected.map((r) => r.issues),
+    impossible.map((_, i) => [{ path: `batch[${i}].timestamp`, expected: "string & CalendarDate" }]),
+  );
+  assert.equal(
+    sorted.value.accepted.map((m) => m.timestamp),
+    fine,
+  );
+  const sent = validateSingle("track", { messageId: "s", userId: "u", event: "E", sentAt: "2026-06-31T00:00:00Z" });
+  assert.equal(sent, { ok: false, issues: [{ path: "sentAt", expected: "string & CalendarDate" }] });
+  const leap = validateSingle("track", { messageId: "l", userId: "u", event: "E", timestamp: "2026-06-30T23:59:60Z" });
+  assert.not.ok(leap.ok, "a leap second is refused too");
 });
 
 test("each bad field of a batch is named, with its item index", () => {
