@@ -18,7 +18,7 @@ export type JsonObject = Record<string, unknown>;
  * but its date tables end with 2105: it stores 2106-01-15 as 1970-01-01 and gives it the day
  * 0000-00-00 (measured). Current ClickHouse stores more (DateTime64 1900-2299, Date 1970-2149):
  * the common range is the rule, so a message lands the same on either. A message with a time
- * outside is refused and kept in rejected_messages (docs/API.md, Timestamps).
+ * outside is refused and kept in rejected_messages (docs/API.md, Client times).
  */
 export type StorableTime = tags.TagBase<{
   kind: "storable";
@@ -35,7 +35,7 @@ export const STORABLE_TIME_END_MS = 4_291_747_200_000;
  * days of its month. RFC 3339 (§5.7) calls 2026-02-29 or 2025-11-31 invalid, but the date-time
  * format check accepts days 29-31 in every month, and Date.parse rolls them over (2026-03-01,
  * 2025-12-01: another day, another month's partition); they are refused as a leap second
- * (`:60`) is, and the item kept in rejected_messages (docs/API.md, Timestamps).
+ * (`:60`) is, and the item kept in rejected_messages (docs/API.md, Client times).
  */
 export type CalendarDate = tags.TagBase<{
   kind: "calendarDate";
