@@ -186,8 +186,10 @@ export function createApp(deps: AppDeps): Koa {
       const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
       assertAuthenticated(auth);
       lease.markKeyed();
-      // Parsed, the body's work is done: it takes its items' tokens whatever it is answered.
-      const allowed = deps.rateLimit.charge(auth.workspaceId, tokensOf(route, body, limits), performance.now());
+      // Parsed, the body's work is done: it takes its items' tokens before it is sorted, so a 400
+      // or 413 after this has paid; a 429 takes none (a charge for each one starved SDKs that
+      // retry above the limit: a review of 2026-11-26).
+      const allowed = deps.rateLimit.take(auth.workspaceId, tokensOf(route, body, limits), performance.now());
       if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       const sorted = route.sort(body);
       if (!sorted.ok) throw invalidBody(sorted.issues);

@@ -1,7 +1,8 @@
 /**
  * Per-workspace rate limit: a token bucket per key, refilled continuously at `ratePerSecond` up
  * to `burst` tokens; a request whose body was parsed costs one token per batch item (at least
- * one) whatever its answer, and a refused one still takes a token (`charge`). Pure (time is passed in), per process: with N
+ * one) whatever it is answered after, and a request refused 429 costs nothing (a client retrying
+ * above the limit still gets the rate). Pure (time is passed in), per process: with N
  * ingest replicas a workspace may send N times the rate. A refusal is a value carrying how long
  * to wait, answered 429 with Retry-After (Segment and RudderStack answer 429 the same way).
  */
@@ -28,18 +29,17 @@ export class TokenBuckets {
     private readonly burst: number,
   ) {}
 
-  /** Takes `n` tokens from `key`'s bucket at time `nowMs`, or says how long until it could. */
+  /** Takes `n` tokens from `key`'s bucket at time `nowMs`, or says how long until it could (taking nothing). */
   take(key: string, n: number, nowMs: number): Take {
-    return this.spend(key, n, nowMs, 0);
-  }
-
-  /**
-   * `take` for a request whose body was parsed (its work is done whatever the answer): refused, it
-   * still takes one token (down to 0), so a client cannot have bodies parsed without paying; the
-   * wait is counted after it.
-   */
-  charge(key: string, n: number, nowMs: number): Take {
-    return this.spend(key, n, nowMs, 1);
+    if (this.ratePerSecond === 0) return { ok: true };
+    const bucket = this.refilled(key, nowMs);
+    if (bucket.tokens >= n) {
+      bucket.tokens -= n;
+      return { ok: true };
+    }
+    // A request larger than the bucket could never pass: it is asked to wait for a full bucket.
+    const missing = Math.min(n, this.burst) - bucket.tokens;
+    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(missing / this.ratePerSecond)) };
   }
 
   /**
@@ -49,20 +49,6 @@ export class TokenBuckets {
    */
   empty(key: string, nowMs: number): Take {
     return this.ratePerSecond === 0 || this.refilled(key, nowMs).tokens >= 1 ? { ok: true } : this.take(key, 1, nowMs);
-  }
-
-  /** `n` tokens, or `refusedCost` of them (down to 0) and how long until `n` could be taken. */
-  private spend(key: string, n: number, nowMs: number, refusedCost: number): Take {
-    if (this.ratePerSecond === 0) return { ok: true };
-    const bucket = this.refilled(key, nowMs);
-    if (bucket.tokens >= n) {
-      bucket.tokens -= n;
-      return { ok: true };
-    }
-    bucket.tokens = Math.max(0, bucket.tokens - refusedCost);
-    // A request larger than the bucket could never pass: it is asked to wait for a full bucket.
-    const missing = Math.min(n, this.burst) - bucket.tokens;
-    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(missing / this.ratePerSecond)) };
   }
 
   private refilled(key: string, nowMs: number): Bucket {

@@ -99,7 +99,7 @@ test("a rule with its threshold changed fails the rule tests", () => {
   const changes: [alert: string, from: string, to: string][] = [
     ["SegmentSinkNotInserting", "> 60", "> 600"],
     ["SegmentIngestNotReady", "> 0.75", "> 1"],
-    ["SegmentIngestNothingProduced", "> 1", "> 1000"],
+    ["SegmentIngestNothingProduced", "> 3600", "> 3600000"],
     ["SegmentVolumeSpaceLow", "< 0.15", "< 0.1"],
     ["SegmentVolumeFillingUp", "24 * 3600", "3600"],
   ];
