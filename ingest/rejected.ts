@@ -24,20 +24,31 @@ const MAX_REASON_CHARS = 200;
  * The keys `users delete` finds a refused item by in its text (schemas/privacy/refused.ts:
  * `"userId":"..."` and the like), which buildRejected writes first so a cut keeps them: an item
  * whose ids came after the cut would otherwise outlive its user's deletion. A text that begins
- * with a string userId is that user's item only (a nested `"userId"` is not its owner).
+ * with a userId is that user's item only (a nested `"userId"` is not its owner).
  */
 const DELETION_KEYS = ["userId", "anonymousId", "previousId"] as const;
 
 /**
- * The JSON text of `fields` with its string-valued DELETION_KEYS first, in that order, then the
- * rest as JSON.stringify writes it. Written by hand: in an object JavaScript lists number-like
- * keys ("0") before every other, so reordering the object could not put the ids first.
+ * Whether `value` of DELETION_KEYS `key` is an id as the ingest reads it (ingest/coerce.ts): a
+ * string, not blank for userId and anonymousId (blank is absent), or a number it turns into one.
+ */
+function isIdValue(key: (typeof DELETION_KEYS)[number], value: unknown): boolean {
+  if (typeof value === "number") return Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER;
+  return typeof value === "string" && (key === "previousId" || value.trim() !== "");
+}
+
+/**
+ * The JSON text of `fields` with its DELETION_KEYS that hold ids (isIdValue: a blank userId stays
+ * in the rest, so the item reads as anonymous, as its events would) first, in that order, as
+ * sent (a number stays a number), then the rest as JSON.stringify writes it. Written by hand: in
+ * an object JavaScript lists number-like keys ("0") before every other, so reordering the object
+ * could not put the ids first.
  */
 function idsFirstText(fields: Record<string, unknown>): string {
   const rest = { ...fields };
   const head: string[] = [];
   for (const key of DELETION_KEYS)
-    if (typeof fields[key] === "string" && Object.hasOwn(fields, key)) {
+    if (Object.hasOwn(fields, key) && isIdValue(key, fields[key])) {
       head.push(`${JSON.stringify(key)}:${JSON.stringify(fields[key])}`);
       delete rest[key];
     }

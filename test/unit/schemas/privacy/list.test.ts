@@ -117,7 +117,11 @@ test("deletionTargets: events up to the request by userId or, without one, by th
   assert.is(users!.count, "SELECT count() AS n FROM `db`.`users` WHERE workspace_id = 'w' AND user_id = 'u'");
   assert.is(identities!.where, "workspace_id = 'w' AND user_id = 'u'");
   assert.match(rejected!.where, `workspace_id = 'w' AND ((startsWith(raw, '{"userId":"u",') OR raw = '{"userId":"u"}' OR `);
-  assert.match(rejected!.where, `OR ((NOT startsWith(raw, '{"userId":"') OR startsWith(raw, '{"userId":"",')) AND (`);
+  assert.match(
+    rejected!.where,
+    `OR ((NOT (startsWith(raw, '{"userId":"') OR startsWith(raw, '{"userId":-') OR startsWith(raw, '{"userId":0')`,
+  );
+  assert.match(rejected!.where, `OR startsWith(raw, '{"userId":9')) OR startsWith(raw, '{"userId":"",')) AND (`);
   assert.match(rejected!.where, `position(raw, '"anonymousId":"a\\'1"') > 0`);
   assert.not.match(rejected!.where, `'"userId":"a\\'1"'`, "a linked id never matches a refused item's userId");
   assert.match(linkedIdsQuery("db", "events", "w", "u"), /FROM `db`\.`identities` WHERE workspace_id = 'w' AND user_id = 'u'/);

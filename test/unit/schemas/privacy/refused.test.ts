@@ -95,8 +95,9 @@ test("a deletion removes the user's refused items: by the userId the text begins
     { type: "track", messageId: "m", event: 5, userId: "alice" },
     { userId: "alice" },
     { type: "track", event: 7, anonymousId: "anon-alice", properties: { userId: "u-invitee" } }, // a nested userId: still anonymous
-    { type: "alias", previousId: "prev-alice", userId: 5 }, // a userId that is not a string
+    { type: "alias", previousId: "prev-alice", userId: true }, // a userId that is no id (refused for it)
     { type: "track", userId: "", anonymousId: "anon-alice" }, // an empty userId, as events' user_id = ''
+    { type: "track", userId: "   ", anonymousId: "anon-alice" }, // a blank userId: absent, as the ingest reads it'
     { type: "alias", anonymousId: "someone", previousId: "prev-alice" },
     { type: "track", properties: { pad: '"'.repeat(20_000) }, anonymousId: "anon-alice" }, // cut: its id kept first
   ];
@@ -117,6 +118,19 @@ test("bob's identified item is never alice's: not by a nested userId, nor by ali
   assert.not.ok(deletes("alice", linked, rawOf({ userId: "bob", type: "track", properties: { userId: "alice" } }, true)));
 });
 
+test('numeric ids (analytics-ruby sends them as numbers): a userId 42 is user "42"\'s, a numeric anonymousId a linked "7"', () => {
+  const numeric = rawOf({ type: "track", event: 1, userId: 42, anonymousId: "anon-alice" });
+  assert.ok(numeric.startsWith('{"userId":42,'), numeric);
+  assert.ok(deletes("42", [], numeric), "user 42's own item");
+  assert.not.ok(deletes("alice", linked, numeric), "not alice's, though it carries her linked anonymousId");
+  assert.not.ok(deletes("4", [], numeric), "not user 4's");
+  assert.ok(deletes("42", [], rawOf({ type: "track", event: 1, userId: 42 }, true)), "an earlier release's, the userId not first");
+  assert.not.ok(deletes("420", [], numeric));
+  assert.ok(deletes("alice", ["7"], rawOf({ type: "track", event: 1, anonymousId: 7 })), 'a numeric anonymousId linked as "7"');
+  assert.not.ok(deletes("alice", ["7"], rawOf({ type: "track", event: 1, anonymousId: 70 })));
+  assert.ok(deletes("alice", ["-3"], rawOf({ type: "alias", previousId: -3 })));
+});
+
 test("items stored before ids-first (ids after other keys) are still found, wherever their ids are", () => {
   const old = [
     { type: "track", messageId: "m", userId: "alice" },
@@ -131,7 +145,11 @@ test("items stored before ids-first (ids after other keys) are still found, wher
 test("the over-deletion left (documented): an item without a userId first that names the ids only in nested data", () => {
   assert.ok(deletes("alice", linked, rawOf({ type: "track", anonymousId: "anon-zed", properties: { userId: "alice" } })));
   assert.ok(deletes("alice", linked, rawOf({ type: "track", anonymousId: "anon-zed", properties: { anonymousId: "anon-alice" } })));
-  assert.not.ok(deletes("alice", linked, rawOf({ type: "track", userId: "", anonymousId: "anon-zed", properties: { userId: "alice" } })));
+  // An empty userId is absent (ingest/coerce.ts), so not written first: the item is anonymous.
+  assert.ok(deletes("alice", linked, rawOf({ type: "track", userId: "", anonymousId: "anon-zed", properties: { userId: "alice" } })));
+  assert.not.ok(
+    deletes("alice", linked, rawOf({ userId: "", type: "track", anonymousId: "anon-zed", properties: { userId: "alice" } }, true)),
+  );
   // An earlier release's item of carol, her userId after a linked id: deleted with alice.
   assert.ok(deletes("alice", linked, rawOf({ anonymousId: "anon-alice", userId: "carol" }, true)));
 });
