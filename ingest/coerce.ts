@@ -17,11 +17,18 @@
  * https://github.com/segmentio/analytics-python/blob/master/segment/analytics/client.py (stringify_id)
  */
 
+import { numberAsId } from "../schemas/messages";
+
 /** The id fields that may arrive as numbers. */
 const ID_FIELDS = ["messageId", "userId", "anonymousId", "groupId", "previousId"] as const;
 
 /** The ids an empty string stands for "absent" in. */
 const OPTIONAL_IDS = new Set<string>(["userId", "anonymousId"]);
+
+/** Whether `value` of the id field `field` is absent as the ingest reads it: "" or only spaces in userId or anonymousId. */
+export function isBlankId(field: string, value: string): boolean {
+  return OPTIONAL_IDS.has(field) && value.trim() === "";
+}
 
 /** One message (a single route's body or a batch item) with Segment's coercions applied. */
 export function coerceMessage(input: unknown): unknown {
@@ -33,9 +40,10 @@ export function coerceMessage(input: unknown): unknown {
     const value = message[field];
     // Past 2^53 JSON.parse has already rounded the number: two ids would become one (and two
     // messages one row). Left a number, the guard refuses it naming the field.
-    if (typeof value === "number" && Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER) {
-      (copy ??= { ...message })[field] = String(value);
-    } else if (typeof value === "string" && OPTIONAL_IDS.has(field) && value.trim() === "") {
+    const id = typeof value === "number" ? numberAsId(value) : undefined;
+    if (id !== undefined) {
+      (copy ??= { ...message })[field] = id;
+    } else if (typeof value === "string" && isBlankId(field, value)) {
       delete (copy ??= { ...message })[field];
     }
   }

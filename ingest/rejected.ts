@@ -9,6 +9,8 @@ import { cutText } from "../schemas/wellformed";
 import type { Receipt } from "./envelope";
 import { withAnonymizedIp } from "./enrich";
 import { recordBytes } from "../schemas/kafka/limits";
+import { numberAsId } from "../schemas/messages";
+import { isBlankId } from "./coerce";
 
 /** A refused item: the item as sent and each reason. */
 export interface Refusal {
@@ -33,8 +35,8 @@ const DELETION_KEYS = ["userId", "anonymousId", "previousId"] as const;
  * string, not blank for userId and anonymousId (blank is absent), or a number it turns into one.
  */
 function isIdValue(key: (typeof DELETION_KEYS)[number], value: unknown): boolean {
-  if (typeof value === "number") return Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER;
-  return typeof value === "string" && (key === "previousId" || value.trim() !== "");
+  if (typeof value === "number") return numberAsId(value) !== undefined;
+  return typeof value === "string" && !isBlankId(key, value);
 }
 
 /**

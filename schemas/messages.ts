@@ -35,13 +35,14 @@ export const STORABLE_TIME_END_MS = 4_291_747_200_000;
  * days of its month. RFC 3339 (§5.7) calls 2026-02-29 or 2025-11-31 invalid, but the date-time
  * format check accepts days 29-31 in every month, and Date.parse rolls them over (2026-03-01,
  * 2025-12-01: another day, another month's partition); they are refused as a leap second
- * (`:60`) is, and the item kept in rejected_messages (docs/API.md, Client times).
+ * (`:60`) is, and the item kept in rejected_messages (docs/API.md, Client times). Days up to
+ * 28 exist in every month and are not looked up (the check runs for every time of every message).
  */
 export type CalendarDate = tags.TagBase<{
   kind: "calendarDate";
   target: "string";
   value: undefined;
-  validate: `new Date(Date.UTC(+$input.slice(0, 4), +$input.slice(5, 7) - 1, +$input.slice(8, 10))).getUTCDate() === +$input.slice(8, 10)`;
+  validate: `+$input.slice(8, 10) <= 28 || new Date(Date.UTC(+$input.slice(0, 4), +$input.slice(5, 7) - 1, +$input.slice(8, 10))).getUTCDate() === +$input.slice(8, 10)`;
 }>;
 
 /** RFC 3339 date-time with offset, e.g. `2026-01-02T03:04:05.678Z`, a day the calendar has, within the storable range. */
@@ -49,6 +50,15 @@ export type IsoDateTime = string & tags.Format<"date-time"> & CalendarDate & Sto
 
 /** Non-empty identifier (messageId, userId, ...). 200 chars max keeps keys index-friendly. */
 export type Id = string & tags.MinLength<1> & tags.MaxLength<200>;
+
+/**
+ * The id a JSON number sent as an id stands for (ingest/coerce.ts: analytics-ruby and -python
+ * send numeric ids), or undefined past 2^53 (Number.MAX_SAFE_INTEGER), where JSON.parse has
+ * already lost digits (two ids would become one), and for NaN or infinities.
+ */
+export function numberAsId(value: number): string | undefined {
+  return Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER ? String(value) : undefined;
+}
 
 /** Fields common to every message type. */
 export interface MessageCommon {

@@ -21,6 +21,7 @@
  * or previousId the deletion names.
  */
 import { quoteString } from "../clickhouse/sql";
+import { numberAsId } from "../messages";
 
 /**
  * The text of a refused item that begins with a userId: a string (a non-empty one: identified) or
@@ -34,8 +35,7 @@ const USER_ID_FIRST = `(${['"', "-", ..."0123456789"].map((c) => `startsWith(raw
  * followed by `,` or `}` (so 42 does not match 420).
  */
 function idTexts(id: string): string[] {
-  const n = Number(id);
-  const numeric = id !== "" && String(n) === id && Number.isFinite(n) && Math.abs(n) <= Number.MAX_SAFE_INTEGER;
+  const numeric = numberAsId(Number(id)) === id;
   return [JSON.stringify(id), ...(numeric ? [`${id},`, `${id}}`] : [])];
 }
 
