@@ -312,6 +312,10 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
   else if (!["OnFailure", "Never"].includes(job.spec.template.spec.restartPolicy))
     out.push(`${id(job)}: restartPolicy must be OnFailure or Never`);
 
+  // An unready pod must not hold a node's drain (Kubernetes' default counts it against the budget).
+  for (const r of resources.filter((x) => x.kind === "PodDisruptionBudget"))
+    if (r.spec?.unhealthyPodEvictionPolicy !== "AlwaysAllow") out.push(`${id(r)}: unhealthyPodEvictionPolicy must be AlwaysAllow`);
+
   // Selectors of Services, PDBs and NetworkPolicies must select some pod template.
   const templates = resources.flatMap((r) => (r.spec?.template ? [r.spec.template.metadata?.labels ?? {}] : []));
   const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
@@ -642,6 +646,11 @@ test("production rules hold in the base and in the production overlay, and refus
       /Secret\/segment-ingest-\S+ does not exist/,
     ],
     ["selector matches nothing", (rs) => (first(rs, "PodDisruptionBudget").spec.selector.matchLabels.x = "y"), /matches no pod/],
+    [
+      "PDB keeps unready pods",
+      (rs) => delete first(rs, "PodDisruptionBudget").spec.unhealthyPodEvictionPolicy,
+      /unhealthyPodEvictionPolicy must be AlwaysAllow/,
+    ],
   ];
   for (const [what, mutate, expected] of broken) {
     const copy = objects(BASE);
@@ -694,6 +703,108 @@ test("deploy/compose.yaml validates against the Compose Specification and starts
     const copy = structuredClone(compose);
     mutate(copy);
     expectRefused(what, check(copy), expected);
+  }
+});
+
+/**
+ * Where the copies of the data run (deploy/k8s/operators): a Kafka node pool's pods, the replicas
+ * of a ClickHouse shard and the Keeper quorum must each refuse to share a Kubernetes node
+ * (required anti-affinity on kubernetes.io/hostname), or one machine's loss takes acknowledged
+ * records (two of a partition's three copies, both of a shard's) or the quorum. Strimzi's pods
+ * carry strimzi.io/cluster and strimzi.io/pool-name (the selector must name the pool's own);
+ * Altinity's operator writes the anti-affinity itself from a podDistribution (ShardAntiAffinity:
+ * pods of one shard; ClickHouseAntiAffinity: pods of the scope), on kubernetes.io/hostname when
+ * no topologyKey is given (clickhouse-operator 0.25.6, pkg/model/common/normalizer/templates/pod.go).
+ */
+function spreadViolations(resources: Manifest[]): string[] {
+  const out: string[] = [];
+  const onHostname = (key: unknown) => key === undefined || key === "kubernetes.io/hostname";
+  for (const r of resources) {
+    if (r.kind === "KafkaNodePool") {
+      const cluster = r.metadata?.labels?.["strimzi.io/cluster"];
+      const terms: Json[] = r.spec?.template?.pod?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
+      const spread = terms.some((t) => {
+        const labels = t.labelSelector?.matchLabels ?? {};
+        return (
+          t.topologyKey === "kubernetes.io/hostname" &&
+          labels["strimzi.io/cluster"] === cluster &&
+          labels["strimzi.io/pool-name"] === r.metadata?.name &&
+          Object.keys(labels).length === 2
+        );
+      });
+      if (!spread) out.push(`${id(r)}: needs a required pod anti-affinity on kubernetes.io/hostname selecting its own pool's pods`);
+    }
+    const wanted =
+      r.kind === "ClickHouseInstallation"
+        ? "ShardAntiAffinity"
+        : r.kind === "ClickHouseKeeperInstallation"
+          ? "ClickHouseAntiAffinity"
+          : undefined;
+    if (wanted) {
+      const name = r.spec?.defaults?.templates?.podTemplate;
+      const template = (r.spec?.templates?.podTemplates ?? []).find((t: Json) => t.name === name);
+      const distributions: Json[] = template?.podDistribution ?? [];
+      if (
+        !distributions.some(
+          (d) =>
+            d.type === wanted && onHostname(d.topologyKey) && (wanted !== "ClickHouseAntiAffinity" || d.scope === "ClickHouseInstallation"),
+        )
+      )
+        out.push(`${id(r)}: its default podTemplate needs podDistribution ${wanted} on kubernetes.io/hostname`);
+    }
+  }
+  return out;
+}
+
+test("the copies of the data never share a Kubernetes node: Kafka's pool, ClickHouse's shards, Keeper's quorum", () => {
+  const operators = objects(join(K8S, "operators"));
+  assert.equal(spreadViolations(operators), []);
+  const kinds = ["KafkaNodePool", "ClickHouseInstallation", "ClickHouseKeeperInstallation"];
+  for (const kind of kinds)
+    assert.ok(
+      operators.some((r) => r.kind === kind),
+      `${kind} is checked`,
+    );
+  console.log("\nSpread:");
+  show(
+    "OK   KafkaNodePool/nodes: required anti-affinity on kubernetes.io/hostname; ClickHouseInstallation/events: ShardAntiAffinity; ClickHouseKeeperInstallation/events: ClickHouseAntiAffinity",
+  );
+  const of = (rs: Manifest[], kind: string) => rs.find((r) => r.kind === kind)!;
+  const pool = (rs: Manifest[]) =>
+    of(rs, "KafkaNodePool").spec.template.pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0];
+  const chi = (rs: Manifest[]) => of(rs, "ClickHouseInstallation").spec.templates.podTemplates[0];
+  const chk = (rs: Manifest[]) => of(rs, "ClickHouseKeeperInstallation").spec.templates.podTemplates[0];
+  const broken: Array<[string, (rs: Manifest[]) => unknown, RegExp]> = [
+    [
+      "Kafka anti-affinity only preferred",
+      (rs) => {
+        const a = of(rs, "KafkaNodePool").spec.template.pod.affinity.podAntiAffinity;
+        [a.preferredDuringSchedulingIgnoredDuringExecution, a.requiredDuringSchedulingIgnoredDuringExecution] = [
+          [{ weight: 100, podAffinityTerm: pool(rs) }],
+          undefined,
+        ];
+      },
+      /KafkaNodePool\/nodes: needs a required/,
+    ],
+    ["Kafka spread by zone only", (rs) => (pool(rs).topologyKey = "topology.kubernetes.io/zone"), /KafkaNodePool\/nodes/],
+    [
+      "Kafka selector naming another pool",
+      (rs) => (pool(rs).labelSelector.matchLabels["strimzi.io/pool-name"] = "brokers"),
+      /KafkaNodePool\/nodes/,
+    ],
+    ["ClickHouse without podDistribution", (rs) => delete chi(rs).podDistribution, /ClickHouseInstallation\/events: .*ShardAntiAffinity/],
+    ["ClickHouse spread by replica index", (rs) => (chi(rs).podDistribution[0].type = "ReplicaAntiAffinity"), /ShardAntiAffinity/],
+    ["Keeper on any node", (rs) => delete chk(rs).podDistribution, /ClickHouseKeeperInstallation\/events: .*ClickHouseAntiAffinity/],
+    [
+      "Keeper template not the default",
+      (rs) => delete of(rs, "ClickHouseKeeperInstallation").spec.defaults.templates.podTemplate,
+      /ClickHouseKeeperInstallation/,
+    ],
+  ];
+  for (const [what, mutate, expected] of broken) {
+    const copy = objects(join(K8S, "operators"));
+    mutate(copy);
+    expectRefused(what, spreadViolations(copy), expected);
   }
 });
 

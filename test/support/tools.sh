@@ -30,7 +30,7 @@ install_kustomize() {
 }
 
 install_kubeconform() {
-  local version=v0.8.0 package=1.37.0 kubernetes=(v1.25.0 v1.37.0) missing=0 wheels
+  local version=v0.8.0 package=1.37.0 kubernetes=(v1.30.0 v1.37.0) missing=0 wheels
   export KUBECONFORM="$TOOLS_DIR/kubeconform/$version/kubeconform"
   if [[ ! -x $KUBECONFORM ]]; then
     echo "test: installing kubeconform $version from the Go module proxy (first run only)..."
