@@ -13,7 +13,8 @@
  * A Job must exit 0 (the Jobs run first: the Deployments need their topics and tables); each
  * Deployment container must answer its readiness and liveness paths with 200. Then one event
  * posted to each ingest lands in ClickHouse, and every container stops on SIGTERM with exit 0
- * within its terminationGracePeriodSeconds.
+ * within its terminationGracePeriodSeconds. Each ingest is also loaded with batches of refused items and
+ * must stay alive and under its container's memory limit with the rendered memory settings.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
@@ -22,11 +23,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createClient } from "@clickhouse/client";
+import autocannon from "autocannon";
 import { Kafka, logLevel } from "kafkajs";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { basic, freePort } from "../support/harness";
-import { findRoot, kustomizations, render, type Manifest } from "../support/kustomize";
+import { findRoot, kustomizations, mebibytes, render, type Manifest } from "../support/kustomize";
 import { BUILD } from "../support/paths";
 
 const ROOT = findRoot(__dirname);
@@ -112,6 +114,8 @@ interface Launch {
   command: string;
   graceSeconds: number;
   activeDeadlineSeconds: number;
+  /** The container's memory limit, MiB. */
+  memoryLimitMb?: number;
   /** What was changed from the render, for the log. */
   changed: string[];
 }
@@ -276,6 +280,7 @@ async function launchOf(objects: Manifest[], workload: Manifest, container: Mani
     command: argv[IMAGE.entrypoint.length] ?? "",
     graceSeconds: pod.terminationGracePeriodSeconds ?? 30,
     activeDeadlineSeconds: workload.spec.activeDeadlineSeconds ?? 600,
+    memoryLimitMb: mebibytes(container.resources?.limits?.memory),
     changed,
   };
 }
@@ -376,6 +381,40 @@ async function oneEventLands(ingest: Running, database: string, table: string): 
 
 const show = (line: string) => console.log(`  ${line}`);
 
+/** VmRSS, or VmHWM (the peak since the last reset), of a process, MiB. */
+function memoryMb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+}
+
+/**
+ * Hostile but keyed load on a booted ingest, with its rendered memory settings (NODE_OPTIONS, the
+ * image's node flags): 32 connections post batches of 2,500 empty objects (7.5 KB each; every
+ * item is refused and stored, about 900 KB of records a request) for 8 s. Resolves with the peak
+ * RSS (MiB) and the answers; the caller checks the process is alive and under its memory limit.
+ */
+async function refusedItemsLoad(ingest: Running): Promise<{ peakMb: number; statuses: Record<string, number> }> {
+  const pid = ingest.child.pid!;
+  writeFileSync(`/proc/${pid}/clear_refs`, "5");
+  let peak = memoryMb(pid, "VmRSS");
+  const timer = setInterval(() => (peak = Math.max(peak, memoryMb(pid, "VmRSS"))), 20);
+  const body = JSON.stringify({ batch: Array.from({ length: 2_500 }, () => ({})) });
+  try {
+    const result = await autocannon({
+      url: `http://127.0.0.1:${ingest.launch.named.http}/v1/batch`,
+      method: "POST",
+      connections: 32,
+      duration: 8,
+      headers: { "content-type": "application/json", authorization: basic(WRITE_KEY) },
+      body,
+    });
+    const statuses: Record<string, number> = {};
+    for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stat?.count ?? 0;
+    return { peakMb: Math.max(peak, memoryMb(pid, "VmHWM")), statuses };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 // Only the kustomizations with workloads: deploy/k8s/monitoring and operators describe none of ours.
 for (const dir of kustomizations(ROOT).filter((d) => render(ROOT, d).some((o) => o.kind === "Deployment"))) {
   test(`${rel(dir)}: every Job exits 0 and every Deployment becomes ready, as rendered`, async () => {
@@ -422,6 +461,18 @@ for (const dir of kustomizations(ROOT).filter((d) => render(ROOT, d).some((o) =>
       for (const ingest of services.filter((r) => r.launch.command === "ingest")) {
         await oneEventLands(ingest, names.database, ingest.launch.env.CLICKHOUSE_TABLE ?? "events");
         show(`OK   an event posted to ${ingest.launch.label} landed in ClickHouse`);
+        // Its memory settings hold under refused-item batches: alive, under its limit, still serving.
+        const limit = ingest.launch.memoryLimitMb;
+        assert.ok(limit, `${ingest.launch.label} has a memory limit`);
+        const { peakMb, statuses } = await refusedItemsLoad(ingest);
+        show(
+          `${ingest.launch.label}: refused-item batches (2,500 x {}, 32 connections, 8 s): ${JSON.stringify(statuses)}, peak RSS ${peakMb.toFixed(0)} of ${limit} MiB`,
+        );
+        assert.is(ingest.child.exitCode, null, `${ingest.launch.label} exited under the load:\n${tail(ingest.output())}`);
+        assert.ok((statuses["400"] ?? 0) > 0, "the refused-item batches were answered 400");
+        assert.ok(peakMb < limit, `peak RSS ${peakMb.toFixed(0)} MiB is over the memory limit ${limit} MiB`);
+        await oneEventLands(ingest, names.database, ingest.launch.env.CLICKHOUSE_TABLE ?? "events");
+        show(`OK   ${ingest.launch.label} stayed under its memory limit and an event posted after landed`);
       }
       // A stop within the grace period, exit 0.
       for (const run of services) run.child.kill("SIGTERM");

@@ -25,7 +25,7 @@ import { stopBoundMs } from "../../ingest/service";
 import { STOP_MARGIN_MS } from "../../schemas/runtime/deadline";
 import { sinkConfig } from "../../sink/config";
 import { KUBERNETES_VERSIONS, OPERATOR_KINDS, kubeconform, unschematizedKinds, type Report } from "../support/kubeconform";
-import { build, findRoot, kustomizations, parseManifests, type Manifest } from "../support/kustomize";
+import { build, findRoot, kustomizations, mebibytes, parseManifests, type Manifest } from "../support/kustomize";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML of many kinds, checked by the tools, not by types
 type Json = any;
@@ -218,6 +218,7 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
           [!(sc.capabilities?.drop ?? []).includes("ALL"), "capabilities do not drop ALL"],
           [(sc.seccompProfile ?? pod.seccompProfile)?.type !== "RuntimeDefault", "seccompProfile is not RuntimeDefault"],
           [!c.resources?.limits?.memory || !c.resources?.requests?.cpu, "needs a memory limit and a cpu request"],
+          ...heapRule(c),
           [!tag && !digest, `image ${c.image} has no tag`],
           [tag === "latest", "image tag latest"],
           [!commands.has(c.args?.[0]), `args[0] ${JSON.stringify(c.args?.[0])} is not a command of deploy/cli.ts`],
@@ -350,6 +351,24 @@ function composeProblems(compose: Json): string[] {
   return (composeSchema.errors ?? []).map((e) => `${e.instancePath || "/"}: ${e.message} ${JSON.stringify(e.params)}`);
 }
 
+/**
+ * The heap bound of a container running node: NODE_OPTIONS in its env must hold
+ * --max-old-space-size of at most half its memory limit (MiB), so V8 collects before the kernel
+ * kills the pod whatever Node reads of the limit (docs/OPERATIONS.md, "Memory").
+ */
+function heapRule(c: Json): Array<[boolean, string]> {
+  const limit = mebibytes(c.resources?.limits?.memory);
+  const options = (c.env ?? []).find((e: Json) => e.name === "NODE_OPTIONS")?.value ?? "";
+  const cap = /(?:^|\s)--max-old-space-size=(\d+)(?:\s|$)/.exec(options)?.[1];
+  if (cap === undefined) return [[true, "env NODE_OPTIONS needs --max-old-space-size (half the memory limit)"]];
+  return [
+    [
+      limit === undefined || Number(cap) > limit / 2,
+      `--max-old-space-size=${cap} is over half the memory limit (${c.resources?.limits?.memory})`,
+    ],
+  ];
+}
+
 /** Violations of the start order and of the image's use in the compose file. */
 function composeRuleViolations(compose: Json): string[] {
   const out: string[] = [];
@@ -424,7 +443,9 @@ function dockerfileViolations(text: string, ignore: string): string[] {
   const user = [...runtime].reverse().find((l) => /^USER\s/.test(l));
   const uid = user?.split(/\s+/)[1].split(":")[0];
   if (uid !== "10001") out.push(`the runtime stage must run as uid 10001 (the manifests' runAsUser), not ${uid ?? "root"}`);
-  if (!runtime.includes('ENTRYPOINT ["node", "dist/deploy/cli.js"]')) out.push('ENTRYPOINT must be ["node", "dist/deploy/cli.js"]');
+  const entrypoint = 'ENTRYPOINT ["node", "--heap-growing-percent=300", "dist/deploy/cli.js"]';
+  if (!runtime.includes(entrypoint))
+    out.push(`${entrypoint.replace(" ", " must be ")} (V8's large-heap growing factor under a capped heap)`);
   if (!runtime.includes('CMD ["ingest"]')) out.push('CMD must be ["ingest"]');
   const ignored = new Set(meaningful(ignore));
   for (const path of ["node_modules", "dist", ".stack", ".git"]) if (!ignored.has(path)) out.push(`.dockerignore must exclude ${path}`);
@@ -647,6 +668,16 @@ test("production rules hold in the base and in the production overlay, and refus
     ],
     ["selector matches nothing", (rs) => (first(rs, "PodDisruptionBudget").spec.selector.matchLabels.x = "y"), /matches no pod/],
     [
+      "no heap cap",
+      (rs) => (snk(rs).containers[0].env = snk(rs).containers[0].env.filter((e: Json) => e.name !== "NODE_OPTIONS")),
+      /container sink: env NODE_OPTIONS needs --max-old-space-size/,
+    ],
+    [
+      "heap cap over half the limit",
+      (rs) => (ing(rs).containers[0].resources.limits.memory = "384Mi"),
+      /--max-old-space-size=256 is over half the memory limit \(384Mi\)/,
+    ],
+    [
       "PDB keeps unready pods",
       (rs) => delete first(rs, "PodDisruptionBudget").spec.unhealthyPodEvictionPolicy,
       /unhealthyPodEvictionPolicy must be AlwaysAllow/,
@@ -831,12 +862,15 @@ test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI
   const ignore = readFileSync(join(ROOT, ".dockerignore"), "utf8");
   assert.equal(dockerfileViolations(dockerfile, ignore), []);
   console.log("\nDockerfile:");
-  show("OK   pinned node image, npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node dist/deploy/cli.js, CMD ingest");
+  show(
+    "OK   pinned node image, npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node --heap-growing-percent=300 dist/deploy/cli.js, CMD ingest",
+  );
   const cases: Array<[string, string, string, RegExp]> = [
     ["runs as root", dockerfile.replace("USER 10001:10001", "USER root"), ignore, /uid 10001/],
     ["unpinned base", dockerfile.replace(/ARG NODE_IMAGE=\S+/, "ARG NODE_IMAGE=node:latest"), ignore, /pinned node/],
     ["dev dependencies shipped", dockerfile.replace("npm ci --omit=dev", "npm ci"), ignore, /--omit=dev/],
     ["node_modules sent", dockerfile, ignore.replace(/^node_modules$/m, ""), /exclude node_modules/],
+    ["small-heap growing factor", dockerfile.replace(' "--heap-growing-percent=300",', ""), ignore, /heap-growing-percent=300/],
   ];
   for (const [what, text, ign, expected] of cases) {
     expectRefused(what, dockerfileViolations(text, ign), expected);

@@ -66,3 +66,11 @@ export function kustomizations(root: string): string[] {
     existsSync(join(d, "kustomization.yaml")),
   );
 }
+
+/** A Kubernetes memory quantity in MiB (Mi, Gi, M, G or bytes); undefined when absent or not understood. */
+export function mebibytes(quantity: unknown): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?$/.exec(String(quantity ?? ""));
+  if (!m) return undefined;
+  const bytes = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, K: 1e3, M: 1e6, G: 1e9, "": 1 }[m[2] ?? ""]!;
+  return (Number(m[1]) * bytes) / 1024 ** 2;
+}
