@@ -27,9 +27,12 @@ source "$HERE/daemon.sh"
 
 say() { echo "zookeeper: $*"; }
 
-# true if the server answers the four-letter `ruok` with `imok`
+# true if the server serves requests: its four-letter `srvr` names a mode (standalone, leader,
+# follower). `ruok` answers `imok` as soon as the process runs, while the server may still be
+# loading its data and drop every client: ClickHouse 18.16 started then logged connection
+# failures and its ON CLUSTER queue stopped taking tasks (a cluster start of 2026-11-26).
 answers() {
-  [[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; printf ruok >&3; cat <&3" 2>/dev/null)" == imok ]]
+  [[ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; printf srvr >&3; cat <&3" 2>/dev/null)" == *$'\nMode: '* ]]
 }
 
 # true if PID is a live server started with our zoo.cfg
