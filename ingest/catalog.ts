@@ -26,9 +26,14 @@ export class SentShapes {
     this.delivered = new LRUCache({ max, ttl: ttlMs });
   }
 
-  /** The cache key of a shape: at most a few hundred characters whatever the name's length. */
+  /**
+   * The cache key of a shape: at most a few hundred characters whatever the name's length. A
+   * name is written `s` + itself or, past KEYED_NAME_CHARS, `h` + its SHA-256, so no short name
+   * can spell a long one's key (a review of 2026-11-27: a forged short name made a long one's
+   * rows leave out their keys for the TTL).
+   */
   static key(workspaceId: string, type: string, event: string, shape: number): string {
-    const name = event.length <= KEYED_NAME_CHARS ? event : `\u0001${createHash("sha256").update(event).digest("base64")}`;
+    const name = event.length <= KEYED_NAME_CHARS ? `s${event}` : `h${createHash("sha256").update(event).digest("base64")}`;
     return `${workspaceId}\u0000${type}\u0000${name}\u0000${shape}`;
   }
 

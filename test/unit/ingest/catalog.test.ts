@@ -12,9 +12,20 @@ test("a shape's cache key stays short whatever the page name's length, and tells
   assert.is.not(SentShapes.key("ws1", "page", long(0), 8), keys[0], "and shapes apart");
   assert.is(
     SentShapes.key("ws1", "track", "Order Completed", 7),
-    "ws1\u0000track\u0000Order Completed\u00007",
-    "a short name is kept as it is",
+    "ws1\u0000track\u0000sOrder Completed\u00007",
+    "a short name is kept as it is, after its mark",
   );
+});
+
+test("no short name spells a long name's key (a forged page name cannot mark a long one's shape delivered)", () => {
+  const long = `${"/docs/".repeat(60)}pricing`;
+  const key = SentShapes.key("ws1", "page", long, 7);
+  const written = key.split("\u0000")[2]!;
+  // What an attacker who knows the long name could send: its written form, with or without the mark.
+  for (const forged of [written, written.slice(1), `\u0001${written.slice(1)}`]) {
+    assert.ok(forged.length <= 256, "a short name");
+    assert.is.not(SentShapes.key("ws1", "page", forged, 7), key, JSON.stringify(forged.slice(0, 12)));
+  }
 });
 
 test("a shape marked delivered is known until its TTL; the cache holds at most max shapes", async () => {
