@@ -5,7 +5,7 @@
  */
 import { namesNoKey, type WriteKeys, type AuthHeaders } from "./auth";
 import { type EventRecord } from "../schemas/envelope";
-import { type TokenBuckets } from "./ratelimit";
+import { type TokenBuckets, emptyBucket } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
 import { type PrivacyList } from "../schemas/privacy/list";
 import { type Logger } from "pino";
@@ -70,8 +70,10 @@ export interface AppDeps {
   retryAfterSeconds: number;
   /** PUBLIC_URL: the address SDKs send to, in the settings document; unset, the request's own. */
   publicUrl?: string;
-  /** Per-workspace rate limit. */
+  /** Per-workspace rate limit of batch items (RATE_LIMIT_PER_SECOND; ingest/ratelimit.ts). */
   rateLimit: TokenBuckets;
+  /** Per-workspace rate limit of decoded body bytes, paid by every body read (RATE_LIMIT_BYTES_PER_SECOND). */
+  bytesLimit: TokenBuckets;
   /** The OpenAPI document served at /openapi.json. */
   openapi: object;
   metrics: IngestMetrics;
@@ -160,8 +162,9 @@ export function createApp(deps: AppDeps): Koa {
   };
 
   /**
-   * One POST: authenticate, read the body (charged to the budget as it arrives and before it is
-   * parsed), take the rate (one token per item, whatever the answer), sort it into messages and
+   * One POST: authenticate (a key header whose workspace has an empty bucket: 429 unread), read
+   * the body (charged to the budget as it arrives and before it is parsed; its decoded bytes paid
+   * to the bytes bucket whatever the answer), take the rate (one token per item, whatever the answer), sort it into messages and
    * refused items, build their records, produce both (acks=all), answer. 200 with the route's success body (REJECTED_HEADER counting
    * refused items), or 400 naming each bad field when nothing was accepted; every other refusal
    * is a named HttpError of errors.ts.
@@ -174,18 +177,33 @@ export function createApp(deps: AppDeps): Koa {
     const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
     if (headerAuth !== undefined) {
       assertAuthenticated(headerAuth);
-      const room = deps.rateLimit.empty(headerAuth.workspaceId, performance.now());
-      if (!room.ok) throw rateLimited(room.retryAfterSeconds);
+      const room = emptyBucket(deps.rateLimit, deps.bytesLimit, headerAuth.workspaceId, performance.now());
+      if (!room.ok) {
+        deps.metrics.requestsUnread.inc({ bucket: room.bucket });
+        throw rateLimited(room.retryAfterSeconds, room.bucket);
+      }
     }
     const lease = budget.open(keyed);
+    // Decoded bytes are paid once: below, once the key is known, or in `finally` by the key header's workspace.
+    let decoded = 0;
+    let unpaid = headerAuth?.workspaceId;
     try {
-      const body = await readJson(ctx, limits, deps.bodyTimeoutMs, (bytes) => charge(lease, bytes));
+      const body = await readJson(
+        ctx,
+        limits,
+        deps.bodyTimeoutMs,
+        (n) => charge(lease, n),
+        (n) => (decoded += n),
+      );
       // A body without a writeKey of its own leaves the header's lookup standing (one SHA-256 a
       // request); one with a writeKey is checked against the header's key and looked up.
       const bodyKey: unknown = body?.writeKey;
       const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
       assertAuthenticated(auth);
       lease.markKeyed();
+      unpaid = undefined;
+      const paid = deps.bytesLimit.pay(auth.workspaceId, decoded, performance.now());
+      if (!paid.ok) throw rateLimited(paid.retryAfterSeconds, "bytes");
       // Parsed, the body's work is done: it takes its items' tokens before it is sorted, so a 400
       // or 413 after this has paid; a 429 takes none (a charge for each one starved SDKs that
       // retry above the limit: a review of 2026-11-26).
@@ -207,6 +225,7 @@ export function createApp(deps: AppDeps): Koa {
       ctx.status = 200;
       ctx.body = route.successBody;
     } finally {
+      if (unpaid !== undefined) deps.bytesLimit.pay(unpaid, decoded, performance.now());
       lease.release();
     }
   };

@@ -42,6 +42,8 @@ export interface BodyOptions {
   timeoutMs: number;
   /** Charges `bytes` more decoded bytes before they are kept; an HttpError refuses them (503, 413). */
   charge: (bytes: number) => HttpError | undefined;
+  /** Told of each decoded chunk as it is decoded, refused or not (the rate limit's bytes bucket). */
+  decoded?: (bytes: number) => void;
 }
 
 /** The body as text; rejects with a named HttpError (400, 408, 413, 503, or the charge's own). */
@@ -49,6 +51,7 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   const { encoding, maxBytes, timeoutMs, charge } = options;
   const meter = new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      options.decoded?.(chunk.length);
       const refused = charge(chunk.length);
       if (refused) done(refused);
       else done(null, chunk);
@@ -176,13 +179,14 @@ const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
  * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
  * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
  * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
- * them; ClickHouse refuses them).
+ * them; ClickHouse refuses them). `decoded` is told of each decoded chunk (BodyOptions).
  */
 export async function readJson(
   ctx: Koa.Context,
   limits: Limits,
   bodyTimeoutMs: number,
   charge: (bytes: number) => HttpError | undefined,
+  decoded?: (bytes: number) => void,
 ): Promise<Record<string, unknown> | undefined> {
   // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
   if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
@@ -192,7 +196,7 @@ export async function readJson(
   const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
   const known = ENCODINGS.get(encoding);
   if (known === undefined) throw unsupportedEncoding(encoding);
-  const text = await readBody(ctx.req, { encoding: known, maxBytes: limits.maxRequestBytes, timeoutMs: bodyTimeoutMs, charge });
+  const text = await readBody(ctx.req, { encoding: known, maxBytes: limits.maxRequestBytes, timeoutMs: bodyTimeoutMs, charge, decoded });
   const shape = jsonShape(text, limits.maxJsonDepth);
   if (shape.tooDeep) throw tooDeep(limits);
   const cost = parsedBytes(shape);

@@ -38,6 +38,12 @@ export interface IngestConfig {
   rateLimitPerSecond: number & tags.Type<"uint32">;
   /** Token bucket size: messages accepted at once after a quiet spell (env RATE_LIMIT_BURST). */
   rateLimitBurst: Positive;
+  /**
+   * Decoded body bytes per second per workspace and process, paid by every body read whatever
+   * its answer; 0 is no limit (env RATE_LIMIT_BYTES_PER_SECOND). RATE_LIMIT_BYTES_BURST: the bucket.
+   */
+  rateLimitBytesPerSecond: number & tags.Type<"uint32">;
+  rateLimitBytesBurst: Positive;
   /** Slow clients: whole headers within, whole request within, idle keep-alive, ms (env INGEST_HEADERS_TIMEOUT_MS, INGEST_REQUEST_TIMEOUT_MS, INGEST_KEEPALIVE_TIMEOUT_MS). */
   headersTimeoutMs: Positive;
   requestTimeoutMs: Positive;
@@ -121,6 +127,8 @@ export function ingestConfig(env: Env): IngestConfig {
     maxJsonDepth: int(env.MAX_JSON_DEPTH, 64),
     rateLimitPerSecond: int(env.RATE_LIMIT_PER_SECOND, 100_000),
     rateLimitBurst: int(env.RATE_LIMIT_BURST, 200_000),
+    rateLimitBytesPerSecond: int(env.RATE_LIMIT_BYTES_PER_SECOND, 100_000_000),
+    rateLimitBytesBurst: int(env.RATE_LIMIT_BYTES_BURST, 200_000_000),
     headersTimeoutMs: int(env.INGEST_HEADERS_TIMEOUT_MS, 10_000),
     requestTimeoutMs: int(env.INGEST_REQUEST_TIMEOUT_MS, 30_000),
     keepAliveTimeoutMs: int(env.INGEST_KEEPALIVE_TIMEOUT_MS, 5_000),
@@ -162,6 +170,9 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.metricsPort === c.port) return `INGEST_METRICS_PORT (${c.metricsPort}) must differ from INGEST_PORT: /metrics is not public`;
   if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
     return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;
+  }
+  if (c.rateLimitBytesPerSecond > 0 && c.rateLimitBytesBurst < c.maxRequestBytes) {
+    return `RATE_LIMIT_BYTES_BURST (${c.rateLimitBytesBurst}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): a full body would always leave the bucket in debt`;
   }
   if (c.maxMessageBytes > c.maxRequestBytes)
     return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) is above MAX_REQUEST_BYTES (${c.maxRequestBytes})`;

@@ -199,11 +199,15 @@ export function messageTooLarge(index: number, bytes: number, limit: number, ove
   });
 }
 
-/** 429 + Retry-After: the workspace is over its rate limit (RATE_LIMIT_PER_SECOND). */
-export function rateLimited(retryAfterSeconds: number): HttpError {
+/**
+ * 429 + Retry-After: the workspace is over its rate limit, of batch items (RATE_LIMIT_PER_SECOND)
+ * or of decoded body bytes (RATE_LIMIT_BYTES_PER_SECOND).
+ */
+export function rateLimited(retryAfterSeconds: number, over: "items" | "bytes" = "items"): HttpError {
+  const what = over === "items" ? "messages" : "body bytes";
   return new HttpError(
     429,
-    { error: "rate_limited", message: "this writeKey sends more messages per second than allowed; retry after Retry-After seconds" },
+    { error: "rate_limited", message: `this writeKey sends more ${what} per second than allowed; retry after Retry-After seconds` },
     { "Retry-After": String(retryAfterSeconds) },
   );
 }

@@ -20,6 +20,11 @@ export interface IngestMetrics {
   recordsProduced: Counter<"topic">;
   /** Requests refused whole, by reason (the error code answered). */
   requestsRefused: Counter<"reason">;
+  /**
+   * Requests answered 429 before their body was read (keyed in their headers, the workspace's
+   * bucket empty), by bucket: `items` (RATE_LIMIT_PER_SECOND) or `bytes` (RATE_LIMIT_BYTES_PER_SECOND).
+   */
+  requestsUnread: Counter<"bucket">;
   /** Batch items (or single messages) refused and kept in `rejected_messages`. */
   messagesRejected: Counter;
   /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
@@ -68,6 +73,12 @@ export function ingestMetrics(): IngestMetrics {
       name: "ingest_requests_refused_total",
       help: "Requests refused, by error code",
       labelNames: ["reason"],
+      registers: [registry],
+    }),
+    requestsUnread: new Counter({
+      name: "ingest_requests_unread_total",
+      help: "Requests answered 429 before their body was read, by rate limit bucket (items, bytes)",
+      labelNames: ["bucket"],
       registers: [registry],
     }),
     messagesRejected: new Counter({

@@ -1,10 +1,13 @@
 /**
- * Per-workspace rate limit: a token bucket per key, refilled continuously at `ratePerSecond` up
- * to `burst` tokens; a request whose body was parsed costs one token per batch item (at least
- * one) whatever it is answered after, and a request refused 429 costs nothing (a client retrying
- * above the limit still gets the rate). Pure (time is passed in), per process: with N
- * ingest replicas a workspace may send N times the rate. A refusal is a value carrying how long
- * to wait, answered 429 with Retry-After (Segment and RudderStack answer 429 the same way).
+ * Per-workspace rate limits: a token bucket per key, refilled continuously at `ratePerSecond` up
+ * to `burst` tokens. Two are kept per workspace (ingest/app.ts). Items (RATE_LIMIT_PER_SECOND):
+ * a request whose body was parsed costs one token per batch item (at least one) whatever it is
+ * answered after, and a request refused 429 costs nothing (a client retrying above the limit
+ * still gets the rate). Decoded bytes (RATE_LIMIT_BYTES_PER_SECOND): every body read pays its
+ * decoded bytes in full (`pay`), whatever its answer, 429 included, so reading and parsing are
+ * never free. Pure (time is passed in), per process: with N ingest replicas a workspace may send
+ * N times the rate. A refusal is a value carrying how long to wait, answered 429 with
+ * Retry-After (Segment and RudderStack answer 429 the same way).
  */
 
 /** The outcome of asking for tokens. */
@@ -22,7 +25,7 @@ export class TokenBuckets {
 
   /**
    * @param ratePerSecond tokens added per second; 0 turns the limit off
-   * @param burst bucket size: the most messages accepted at once after a quiet spell
+   * @param burst bucket size: the most tokens (messages, bytes) taken at once after a quiet spell
    */
   constructor(
     private readonly ratePerSecond: number,
@@ -51,6 +54,22 @@ export class TokenBuckets {
     return this.ratePerSecond === 0 || this.refilled(key, nowMs).tokens >= 1 ? { ok: true } : this.take(key, 1, nowMs);
   }
 
+  /**
+   * Takes `n` tokens from `key`'s bucket at `nowMs` in full, below zero if need be (work already
+   * done: the decoded bytes of a body read). Refused when the bucket held less than one token
+   * before (a request keyed in its headers would have been answered before its body was read),
+   * with the wait until it holds one again; the tokens are taken either way, and a bucket below
+   * zero refuses until the rate has paid the debt back.
+   */
+  pay(key: string, n: number, nowMs: number): Take {
+    if (this.ratePerSecond === 0) return { ok: true };
+    const bucket = this.refilled(key, nowMs);
+    const held = bucket.tokens;
+    bucket.tokens -= n;
+    if (held >= 1) return { ok: true };
+    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond)) };
+  }
+
   private refilled(key: string, nowMs: number): Bucket {
     let bucket = this.buckets.get(key);
     if (bucket === undefined) {
@@ -61,4 +80,19 @@ export class TokenBuckets {
     bucket.at = nowMs;
     return bucket;
   }
+}
+
+/** Which of a workspace's buckets is empty, or none: `ok`, else the bucket and how long to wait. */
+export type Room = { ok: true } | { ok: false; bucket: "items" | "bytes"; retryAfterSeconds: number };
+
+/**
+ * Whether a request of `key` may be read at `nowMs`: refused while its items bucket or its bytes
+ * bucket holds less than one token (`empty`; the items bucket named first). Takes nothing. A
+ * request keyed in its headers is answered 429 on a refusal before its body is read.
+ */
+export function emptyBucket(items: TokenBuckets, bytes: TokenBuckets, key: string, nowMs: number): Room {
+  const itemsRoom = items.empty(key, nowMs);
+  if (!itemsRoom.ok) return { ok: false, bucket: "items", retryAfterSeconds: itemsRoom.retryAfterSeconds };
+  const bytesRoom = bytes.empty(key, nowMs);
+  return bytesRoom.ok ? bytesRoom : { ok: false, bucket: "bytes", retryAfterSeconds: bytesRoom.retryAfterSeconds };
 }

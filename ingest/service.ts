@@ -125,6 +125,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,
     rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),
+    bytesLimit: new TokenBuckets(config.rateLimitBytesPerSecond, config.rateLimitBytesBurst),
     openapi: openapiDocument(VERSION),
     metrics,
     log,

@@ -13,8 +13,9 @@
  * A Job must exit 0 (the Jobs run first: the Deployments need their topics and tables); each
  * Deployment container must answer its readiness and liveness paths with 200. Then one event
  * posted to each ingest lands in ClickHouse, and every container stops on SIGTERM with exit 0
- * within its terminationGracePeriodSeconds. Each ingest is also loaded with batches of refused items and
- * must stay alive and under its container's memory limit with the rendered memory settings.
+ * within its terminationGracePeriodSeconds. Each ingest is also loaded with batches of refused items: one
+ * workspace's are held to the rendered rate limit, and those of many workspaces together must leave
+ * it alive and under its container's memory limit with the rendered memory settings.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
@@ -39,13 +40,19 @@ const CH_USER = process.env.CLICKHOUSE_USER ?? "default";
 const CH_PASSWORD = process.env.CLICKHOUSE_PASSWORD ?? "";
 const WRITE_KEY = "k8s-boot-key";
 const WORKSPACE = "ws-k8s-boot";
+/**
+ * Keys of other workspaces, for the memory load: the manifests' rate limit is per workspace, so
+ * many workspaces within their limits together load a process as one key alone no longer can.
+ */
+const TENANT_KEYS = Array.from({ length: 64 }, (_, i) => `k8s-boot-tenant-${i}`);
+const keyLine = (key: string, workspaceId: string) => `sha256:${createHash("sha256").update(key).digest("hex")}=${workspaceId}\n`;
 
 /** Local values of every Secret the manifests reference, by name and key. */
 const TEST_SECRETS: Record<string, Record<string, string>> = {
   "segment-ingest-clickhouse": { CLICKHOUSE_USER: CH_USER, CLICKHOUSE_PASSWORD: CH_PASSWORD },
   "segment-ingest-admin": { ADMIN_TOKEN: `k8s-boot-${randomUUID()}` },
   "segment-ingest-write-keys": {
-    "write-keys": `sha256:${createHash("sha256").update(WRITE_KEY).digest("hex")}=${WORKSPACE}\n`,
+    "write-keys": [keyLine(WRITE_KEY, WORKSPACE), ...TENANT_KEYS.map((key, i) => keyLine(key, `ws-k8s-tenant-${i}`))].join(""),
   },
 };
 /** Settings that are addresses: pointed at the local stack. */
@@ -387,12 +394,17 @@ function memoryMb(pid: number, field: "VmRSS" | "VmHWM"): number {
 }
 
 /**
- * Hostile but keyed load on a booted ingest, with its rendered memory settings (NODE_OPTIONS, the
- * image's node flags): 32 connections post batches of 2,500 empty objects (7.5 KB each; every
- * item is refused and stored, about 900 KB of records a request) for 8 s. Resolves with the peak
- * RSS (MiB) and the answers; the caller checks the process is alive and under its memory limit.
+ * Hostile but keyed load on a booted ingest, with its rendered memory and rate-limit settings
+ * (NODE_OPTIONS, the image's node flags, RATE_LIMIT_*): 32 connections post batches of 2,500 empty
+ * objects (7.5 KB each; every item is refused and stored, about 900 KB of records a request) for
+ * `seconds`, each request with the next of `keys`. Resolves with the peak RSS (MiB) and the
+ * answers; the caller checks the process is alive and under its memory limit.
  */
-async function refusedItemsLoad(ingest: Running): Promise<{ peakMb: number; statuses: Record<string, number> }> {
+async function refusedItemsLoad(
+  ingest: Running,
+  keys: string[],
+  seconds: number,
+): Promise<{ peakMb: number; statuses: Record<string, number> }> {
   const pid = ingest.child.pid!;
   writeFileSync(`/proc/${pid}/clear_refs`, "5");
   let peak = memoryMb(pid, "VmRSS");
@@ -403,9 +415,9 @@ async function refusedItemsLoad(ingest: Running): Promise<{ peakMb: number; stat
       url: `http://127.0.0.1:${ingest.launch.named.http}/v1/batch`,
       method: "POST",
       connections: 32,
-      duration: 8,
-      headers: { "content-type": "application/json", authorization: basic(WRITE_KEY) },
+      duration: seconds,
       body,
+      requests: keys.map((key) => ({ headers: { "content-type": "application/json", authorization: basic(key) } })),
     });
     const statuses: Record<string, number> = {};
     for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stat?.count ?? 0;
@@ -464,12 +476,19 @@ for (const dir of kustomizations(ROOT).filter((d) => render(ROOT, d).some((o) =>
         // Its memory settings hold under refused-item batches: alive, under its limit, still serving.
         const limit = ingest.launch.memoryLimitMb;
         assert.ok(limit, `${ingest.launch.label} has a memory limit`);
-        const { peakMb, statuses } = await refusedItemsLoad(ingest);
+        // One workspace is held to its rate limit: a 400 takes 2,500 item tokens, the 429s none.
+        const env = ingest.launch.env;
+        const one = await refusedItemsLoad(ingest, [WRITE_KEY], 4);
+        const most = (Number(env.RATE_LIMIT_BURST) + Number(env.RATE_LIMIT_PER_SECOND) * 5) / 2_500;
+        show(`${ingest.launch.label}: one workspace's refused-item batches (4 s): ${JSON.stringify(one.statuses)}, at most ${most} 400s`);
+        assert.ok((one.statuses["400"] ?? 0) > 0 && (one.statuses["400"] ?? 0) <= most, `400s within the rate limit (${most})`);
+        assert.ok((one.statuses["429"] ?? 0) > 0, "the rest answered 429");
+        const { peakMb, statuses } = await refusedItemsLoad(ingest, TENANT_KEYS, 8);
         show(
-          `${ingest.launch.label}: refused-item batches (2,500 x {}, 32 connections, 8 s): ${JSON.stringify(statuses)}, peak RSS ${peakMb.toFixed(0)} of ${limit} MiB`,
+          `${ingest.launch.label}: refused-item batches of ${TENANT_KEYS.length} workspaces (2,500 x {}, 32 connections, 8 s): ${JSON.stringify(statuses)}, peak RSS ${peakMb.toFixed(0)} of ${limit} MiB`,
         );
         assert.is(ingest.child.exitCode, null, `${ingest.launch.label} exited under the load:\n${tail(ingest.output())}`);
-        assert.ok((statuses["400"] ?? 0) > 0, "the refused-item batches were answered 400");
+        assert.ok((statuses["400"] ?? 0) > 0, "the refused-item batches were answered 400 (429 past a workspace's limit)");
         assert.ok(peakMb < limit, `peak RSS ${peakMb.toFixed(0)} MiB is over the memory limit ${limit} MiB`);
         await oneEventLands(ingest, names.database, ingest.launch.env.CLICKHOUSE_TABLE ?? "events");
         show(`OK   ${ingest.launch.label} stayed under its memory limit and an event posted after landed`);

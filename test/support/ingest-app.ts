@@ -43,6 +43,7 @@ export async function inProcessIngest(overrides: Partial<AppDeps> = {}): Promise
     corsOrigins: ["*"],
     retryAfterSeconds: 5,
     rateLimit: new TokenBuckets(0, 1),
+    bytesLimit: new TokenBuckets(0, 1),
     openapi: {},
     metrics: ingestMetrics(),
     log: pino({ level: "silent" }),

@@ -9,6 +9,7 @@ import { basicAuth, inProcessIngest } from "../../support/ingest-app";
 import { recordBytes } from "../../../schemas/kafka/limits";
 import { MAX_LISTED_ISSUES, type ErrorBody } from "../../../ingest/errors";
 import { gzipSync } from "node:zlib";
+import { ingestMetrics } from "../../../ingest/metrics";
 import { TokenBuckets } from "../../../ingest/ratelimit";
 
 const limits = { maxRequestBytes: 512_000, maxMessageBytes: 57_344, maxBatchMessages: 2_500, maxJsonDepth: 64 };
@@ -96,6 +97,39 @@ test("a keyed request takes its items' tokens once parsed, whatever the answer (
     assert.is((await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 400 }, (_, i) => item(i)) })).status, 200);
     assert.is((await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 100 }, (_, i) => item(i)) })).status, 429);
     assert.is(ingest.produced.length, 400);
+  } finally {
+    await ingest.close();
+  }
+});
+
+test("every body read pays its decoded bytes, 429 included; once they are spent a key header is refused unread", async () => {
+  // review-edge A: the items bucket kept at 5 tokens, 2,500-item gzip batches (496 KB decoded) were parsed and refused for free.
+  const item = (i: number) => ({ type: "track", event: "e", anonymousId: "a", messageId: `m${i}`, properties: { p: "x".repeat(110) } });
+  const text = JSON.stringify({ batch: Array.from({ length: 2_500 }, (_, i) => item(i)) });
+  const gzip = gzipSync(text);
+  const items = new TokenBuckets(0.001, 2_500);
+  items.take("ws", 2_495, performance.now());
+  const metrics = ingestMetrics();
+  const bytesLimit = new TokenBuckets(1_000, 1_100_000);
+  const ingest = await inProcessIngest({ rateLimit: items, bytesLimit, metrics });
+  try {
+    const answers: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const response = await post(ingest.base, "/v1/batch", gzip, { "content-encoding": "gzip" });
+      answers.push(`${response.status} ${((await response.json()) as ErrorBody).message.split(" per second")[0]}`);
+    }
+    const items429 = "429 this writeKey sends more messages";
+    const bytes429 = "429 this writeKey sends more body bytes";
+    assert.equal(answers, [items429, items429, items429, bytes429, bytes429, bytes429], `${text.length} bytes each`);
+    const unread = (await metrics.requestsUnread.get()).values.map((v) => `${v.labels.bucket} ${v.value}`);
+    assert.equal(unread, ["bytes 3"], "the last three were refused before their body was read");
+    // A body keyed in the body cannot be refused unread: it pays after parsing and is refused there.
+    const bodyKeyed = await fetch(`${ingest.base}/v1/batch`, {
+      method: "POST",
+      body: JSON.stringify({ writeKey: "wk", batch: [item(0)] }),
+    });
+    assert.is(bodyKeyed.status, 429);
+    assert.is(items.take("ws", 1, performance.now()).ok, true, "it took no item token");
   } finally {
     await ingest.close();
   }

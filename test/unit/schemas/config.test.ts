@@ -33,6 +33,15 @@ test("defaults parse, and settings that contradict each other are refused at sta
     "no rate limit, no contradiction",
   );
   assert.match(
+    refusal(() => ingestConfig({ RATE_LIMIT_BYTES_BURST: "100000" })),
+    /RATE_LIMIT_BYTES_BURST \(100000\) is below MAX_REQUEST_BYTES \(512000\)/,
+  );
+  assert.is(
+    refusal(() => ingestConfig({ RATE_LIMIT_BYTES_BURST: "1", RATE_LIMIT_BYTES_PER_SECOND: "0" })),
+    "",
+    "bytes bucket off",
+  );
+  assert.match(
     refusal(() => ingestConfig({ MAX_MESSAGE_BYTES: "600000" })),
     /MAX_MESSAGE_BYTES .* MAX_REQUEST_BYTES/,
   );
