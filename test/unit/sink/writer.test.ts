@@ -47,6 +47,34 @@ test("failures are sorted: no answer or an infrastructure code is infra, other c
   assert.is(classifyInsertError(Object.assign(new Error("something new"), { code: "4242" })), "unknown");
 });
 
+test("write-path and transport codes are infra: the zero-row probe writes no part and passes while they fail (review)", () => {
+  // CANNOT_WRITE_TO_FILE_DESCRIPTOR, CANNOT_OPEN_FILE, CANNOT_READ_FROM_SOCKET, CANNOT_WRITE_TO_SOCKET, CANNOT_FSYNC,
+  // CANNOT_WRITE_TO_FILE, DEADLOCK_AVOIDED, NO_REMOTE_SHARD_AVAILABLE, TABLE_IS_BEING_RESTARTED
+  for (const code of [75, 76, 95, 96, 204, 294, 473, 519, 733]) {
+    assert.is(classifyInsertError(Object.assign(new Error(`Code: ${code}. DB::Exception: x`), { code: String(code) })), "infra", `${code}`);
+    assert.is(classifyInsertError(new Error(`Code: ${code}, e.displayText() = DB::Exception: x, e.what() = DB::Exception`)), "infra");
+  }
+});
+
+test("code 32 is infra when a connection was read (a shard gone mid-insert), data when a JSONEachRow field ends early", () => {
+  // Connection::receivePacket's addition, 18.16 and current message forms.
+  const shard18 =
+    "Code: 32, e.displayText() = DB::Exception: Attempt to read after eof: while receiving packet from ch2:9000, e.what() = DB::Exception";
+  assert.is(classifyInsertError(new Error(shard18)), "infra");
+  const shardNow = "Attempt to read after eof: while receiving packet from ch2:9000. (ATTEMPT_TO_READ_AFTER_EOF)";
+  assert.is(classifyInsertError(Object.assign(new Error(shardNow), { code: "32" })), "infra");
+  // A truncated row (`{"a":"x","n":`), as 18.16 and current ClickHouse answer it.
+  const field18 =
+    "Code: 32, e.displayText() = DB::Exception: Attempt to read after eof: (while read the value of key n), e.what() = DB::Exception";
+  assert.is(classifyInsertError(new Error(field18)), "data");
+  const fieldNow =
+    "Attempt to read after eof: (while reading the value of key n): While executing ParallelParsingBlockInputFormat. (ATTEMPT_TO_READ_AFTER_EOF)";
+  assert.is(classifyInsertError(Object.assign(new Error(fieldNow), { code: "32" })), "data");
+  // The phrase later in the text (a row's bytes quoted) does not count.
+  const quoted = "Attempt to read after eof: (at row 1) before: Attempt to read after eof: while receiving packet from x";
+  assert.is(classifyInsertError(Object.assign(new Error(quoted), { code: "32" })), "data");
+});
+
 test("a refusal with any unknown code is narrowed to its rows once the probe shows the table takes inserts", async () => {
   const inserted: string[] = [];
   let probes = 0;
