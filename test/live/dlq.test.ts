@@ -5,6 +5,7 @@
  * `sink_dlq_oldest_seconds` once it dead-letters a record.
  */
 import { randomUUID } from "node:crypto";
+import { ConfigResourceTypes } from "kafkajs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Message } from "../../schemas/messages";
@@ -140,6 +141,36 @@ dlq("the time of the oldest letter not yet replayed: the record's own, to the se
     assert.is(await replay(multi), 2);
     assert.is(await read(), undefined);
   } finally {
+    await admin.disconnect();
+  }
+});
+
+dlq("dlq replay splits its sends under the target topic's max.message.bytes (review: a whole fetch was one send)", async () => {
+  // Twelve letters of about 10 KB on one partition (one fetch, 120 KB) to an events topic of 64 KiB,
+  // all of one key: one partition there too, so one record batch of 120 KB unless the sends are split.
+  const ids = Array.from({ length: 12 }, () => randomUUID());
+  const big = ids.map((id) => {
+    const l = letter(id, 1);
+    const envelope = JSON.parse(l.value) as { message: Record<string, unknown> };
+    envelope.message.properties = { filler: "x".repeat(10_000) };
+    return { ...l, key: "one-key", value: JSON.stringify(envelope) };
+  });
+  await deadLetter(multi, big);
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  const events = { type: ConfigResourceTypes.TOPIC, name: stack.env.KAFKA_TOPIC! };
+  try {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ ...events, configEntries: [{ name: "max.message.bytes", value: "65536" }] }],
+    });
+    assert.is(await replay(multi), 12);
+    await stack.rowsLanded(ids);
+  } finally {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ ...events, configEntries: [{ name: "max.message.bytes", value: "1048588" }] }],
+    });
     await admin.disconnect();
   }
 });
