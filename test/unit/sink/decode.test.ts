@@ -118,4 +118,28 @@ test("a value that only starts like a row is still refused by ClickHouse, not he
   assert.not.ok(decode(Buffer.from('{"workspace_id"')).ok);
 });
 
+test("a row (format 2) with a lone surrogate from an earlier ingest is repaired; other rows pass as the same bytes (review)", () => {
+  const row = { workspace_id: "w1", message_id: "m1", type: "track", os: `${"a".repeat(99)}\ud83d`, catalog_shape: 1 };
+  const line = JSON.stringify(row);
+  assert.ok(line.includes("\\ud83d"), "JSON.stringify escapes the lone half");
+  const result = decode(Buffer.from(line));
+  assert.ok(result.ok);
+  if (!result.ok) return;
+  const text = result.row.toString("utf8");
+  assert.not.ok(/\\u[dD][89a-fA-F]/.test(text), "no surrogate escape left for ClickHouse to refuse (code 25)");
+  assert.equal(JSON.parse(text), { ...row, os: `${"a".repeat(99)}\ufffd` });
+  assert.ok(text.startsWith('{"workspace_id":'), "keys keep their order: still a row");
+  assert.equal(decodeRow(Buffer.from(line)), { ok: true, row: { ...row, os: `${"a".repeat(99)}\ufffd` } });
+  // Untouched: a row without escapes, and one whose only escape is a control character or a JSON text's own.
+  for (const plain of [
+    { ...row, os: "Linux" },
+    { ...row, os: "a\u0001" },
+    { ...row, os: JSON.stringify({ v: "\ud83d" }) },
+  ]) {
+    const value = Buffer.from(JSON.stringify(plain));
+    const passed = decode(value);
+    assert.ok(passed.ok && passed.row === value, JSON.stringify(plain));
+  }
+});
+
 test.run();
