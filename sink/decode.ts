@@ -8,7 +8,7 @@
  */
 import type { IValidation } from "typia";
 import { validateEnvelope, validateRejectedEnvelope } from "../schemas/guards";
-import { isRowValue, toRow, type EventRow, type RejectedRow } from "../schemas/row";
+import { isRowValue, rowStringField, toRow, type EventRow, type RejectedRow } from "../schemas/row";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
 
 /** A row to insert, or why the record goes to the DLQ instead. */
@@ -16,17 +16,28 @@ export type DecodeResult<Row = EventRow> = { ok: true; row: Row } | { ok: false;
 
 /**
  * One record value of the events topic -> its JSONEachRow line (UTF-8, no newline). A row
- * (format 2, what the ingest writes) is passed on as it is, without parsing: ClickHouse checks
- * it at the insert, and one it refuses is narrowed to and dead-lettered alone (sink/writer.ts).
+ * (format 2, what the ingest writes) is passed on as it is, without parsing, once its message_id
+ * and received_at are found (rowStringField; else a dead letter): ClickHouse checks the rest at
+ * the insert, and one it refuses is narrowed to and dead-lettered alone (sink/writer.ts).
  * A row holding a lone surrogate escape (an earlier ingest's, which ClickHouse refuses with code
  * 25 however often it is replayed) is parsed, repaired (wellFormed) and written again, keys in
  * their order. An envelope (format 1) is parsed, checked and mapped to its row.
  */
 export function decode(value: Buffer | null): DecodeResult<Buffer> {
-  if (value !== null && isRowValue(value)) return mayNeedRepair(value) ? repairRow(value) : { ok: true, row: value };
+  if (value !== null && isRowValue(value)) {
+    if (!rowStringField(value, "message_id") || rowStringField(value, "received_at") === undefined) return NOT_A_ROW;
+    return mayNeedRepair(value) ? repairRow(value) : { ok: true, row: value };
+  }
   const row = decodeEnvelope(value);
   return row.ok ? { ok: true, row: Buffer.from(JSON.stringify(row.row)) } : row;
 }
+
+/**
+ * A value that starts like a row without a non-empty message_id or a received_at string: stored,
+ * it would get message_id '' (current ClickHouse skips a misspelt key by default), and distinct
+ * records would collapse into one row under FINAL.
+ */
+const NOT_A_ROW: DecodeResult<Buffer> = { ok: false, reason: "a row without a message_id or a received_at string" };
 
 /** One value of either format -> its row, parsed (tests and tools; the sink keeps lines as bytes). */
 export function decodeRow(value: Buffer | null): DecodeResult<EventRow> {

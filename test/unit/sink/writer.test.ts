@@ -1,7 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { BatchItem } from "../../../sink/batch";
-import { createClient } from "@clickhouse/client";
+import { createClient, type ClickHouseClient } from "@clickhouse/client";
+import { Readable } from "node:stream";
 import { classifyInsertError, clickhouseInsertLines, clickhouseProbe, insertOrBisect, isDataError } from "../../../sink/writer";
 import type { EventRow } from "../../../schemas/row";
 
@@ -160,6 +161,18 @@ test("once the stop has aborted, an insert or probe is not sent, and its error i
     assert.is(classifyInsertError(error), "infra");
   }
   await client.close();
+});
+
+test("the sink's inserts refuse a key that names no column (current ClickHouse would skip it: message_id '', rows collapse)", async () => {
+  const sent: Record<string, unknown>[] = [];
+  const client = {
+    exec: async (params: { clickhouse_settings?: Record<string, unknown> }) => {
+      sent.push(params.clickhouse_settings ?? {});
+      return { stream: Readable.from([]) };
+    },
+  } as unknown as ClickHouseClient;
+  await clickhouseInsertLines(client, "events", ["message_id"])([Buffer.from('{"message_id":"m"}')]);
+  assert.is(sent[0]?.input_format_skip_unknown_fields, 0);
 });
 
 test.run();
