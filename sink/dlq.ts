@@ -11,10 +11,14 @@
 import type { Message, Producer } from "kafkajs";
 import { DLQ_HEADERS } from "../schemas/envelope";
 import { BATCH_SLACK_BYTES, chunkByBytes, recordBytes, recordLimit } from "../schemas/kafka/limits";
+import { cutText } from "../schemas/wellformed";
 import type { DeadLetter } from "./batch";
 
 /** The smallest send limit the DLQ sends shrink to after MESSAGE_TOO_LARGE: past it the error is thrown. */
 export const MIN_SEND_BYTES = BATCH_SLACK_BYTES + 4_096;
+
+/** The most UTF-16 code units of a reason header: a reason quoting a record (a guard's path of a long key) must not outgrow the limit. */
+export const MAX_REASON_CHARS = 1_000;
 
 /** A DLQ record as sent. */
 type LetterRecord = { key: Buffer | null; value: Buffer | null; headers: Record<string, string> };
@@ -31,7 +35,7 @@ export async function sendDeadLetters(
     key: letter.key,
     value: letter.value,
     headers: {
-      [DLQ_HEADERS.reason]: letter.reason,
+      [DLQ_HEADERS.reason]: cutText(letter.reason, MAX_REASON_CHARS),
       [DLQ_HEADERS.step]: letter.step,
       [DLQ_HEADERS.time]: now.toISOString(),
       [DLQ_HEADERS.source]: `${sourceTopic}/${letter.partition}/${letter.offset}`,

@@ -7,7 +7,7 @@ import { chunkByBytes, BATCH_SLACK_BYTES, recordBytes, recordLimit } from "../..
 import { DLQ_HEADERS } from "../../../../schemas/envelope";
 import * as assert from "uvu/assert";
 import { type Producer } from "kafkajs";
-import { sendDeadLetters } from "../../../../sink/dlq";
+import { MAX_REASON_CHARS, sendDeadLetters } from "../../../../sink/dlq";
 
 const pure = suite("send chunks (pure)");
 
@@ -117,5 +117,13 @@ pure(
     assert.ok(nothing.sends() <= 10, `${nothing.sends()} sends, then thrown`);
   },
 );
+
+pure("a dead letter's reason is cut to MAX_REASON_CHARS: a reason as large as the record still fits the DLQ", async () => {
+  const broker = brokerOf(KAFKA_DEFAULT_LIMIT);
+  const letter = { ...hugeLetter(9), reason: `not an envelope: $input.message["${"k".repeat(900_000)}"] expected string` };
+  await sendDeadLetters(broker.producer, { topic: "dlq", maxMessageBytes: KAFKA_DEFAULT_LIMIT }, "events", [letter], new Date());
+  assert.is(broker.sends(), 1);
+  assert.is(broker.sent[0]!.headers[DLQ_HEADERS.reason]!.length, MAX_REASON_CHARS);
+});
 
 pure.run();
