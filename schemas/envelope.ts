@@ -58,7 +58,7 @@ export interface EventRecord {
   rejected?: true;
 }
 
-/** Header names of a dead-letter record; key and value are the original record's, unchanged. */
+/** Header names of a dead-letter record; key and value are the original record's, unchanged (but see `cut`). */
 export const DLQ_HEADERS = {
   /** Why the record was not stored (human-readable). */
   reason: "dlq-reason",
@@ -68,4 +68,9 @@ export const DLQ_HEADERS = {
   time: "dlq-time",
   /** topic/partition/offset it came from, `events/2/1234`. */
   source: "dlq-source",
+  /**
+   * Present only on a letter whose value was cut to fit the DLQ topic's limit (sink/dlq.ts): the
+   * original value's size, bytes. The value is then its first bytes, not the record.
+   */
+  cut: "dlq-cut",
 } as const;

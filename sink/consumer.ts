@@ -39,6 +39,11 @@ export interface LoopDeps<Row> {
   batchWaitMs: number;
   retryMinMs: number;
   retryMaxMs: number;
+  /**
+   * How often a flush under way heartbeats, ms (the consumer's heartbeatInterval; default 3,000):
+   * kafkajs heartbeats only between batches, and a flush (a long bisection) may outlast the session.
+   */
+  heartbeatMs?: number;
   metrics: SinkMetrics;
   log: Logger;
 }
@@ -101,10 +106,27 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
       }),
   });
 
+  /**
+   * Heartbeats every `heartbeatMs` until `work` settles: without it a flush longer than the
+   * session timeout gets the member evicted, its commit refused, and the same records bisected and
+   * dead-lettered again after the rejoin, for ever. A failed heartbeat (a rebalance under way, the
+   * member already gone) is logged; the flush goes on and its commit tells whether it still owned them.
+   */
+  const beating = async <T>(work: () => Promise<T>): Promise<T> => {
+    const timer = setInterval(() => {
+      heartbeat().catch((error: unknown) => log.warn({ err: error, topic }, "heartbeat during a flush failed"));
+    }, deps.heartbeatMs ?? 3_000);
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
+  };
+
   /** One flush, with its metrics and logs. */
   const write = async (open: PartitionBatch<Row>[]) => {
     const timer = metrics.batchWriteSeconds.startTimer({ topic });
-    const result = await flusher.write(open);
+    const result = await beating(() => flusher.write(open));
     timer();
     health.writeFailing = false;
     metrics.writeFailing.set({ topic }, 0);

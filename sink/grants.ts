@@ -97,7 +97,7 @@ export class MissingRightsError extends Error {
 /**
  * The rights the sink uses, as checks over `client` (whose database is `config.database`):
  * SELECT on the system tables it reads (columns, settings; parts with RETENTION_DAYS), a setting
- * per query (date_time_input_format), INSERT on the events table and `rejected_messages` with the
+ * per query (date_time_input_format, input_format_skip_unknown_fields), INSERT on the events table and `rejected_messages` with the
  * columns it writes, and with RETENTION_DAYS on 18.16 on one server, ALTER ... DROP PARTITION on
  * the events table. `version` is the server's (`SELECT version()`). On current ClickHouse the TTL
  * does the retention, and on a cluster the drop runs ON CLUSTER through the DDL queue, so neither
@@ -119,8 +119,8 @@ export function sinkRightChecks(client: ClickHouseClient, config: ClickHouseConf
     { right: "SELECT on system.settings", attempt: read("SELECT value FROM system.settings WHERE 0") },
     ...(retention ? [{ right: "SELECT on system.parts", attempt: read("SELECT partition_id FROM system.parts WHERE 0") }] : []),
     {
-      right: "changing the setting date_time_input_format in a query",
-      attempt: read("SELECT 1", { date_time_input_format: "best_effort" }),
+      right: "changing the settings date_time_input_format and input_format_skip_unknown_fields in a query",
+      attempt: read("SELECT 1", { date_time_input_format: "best_effort", input_format_skip_unknown_fields: "0" }),
     },
     { right: `INSERT on ${database}.${table}`, attempt: clickhouseProbe(client, qualified(table), EVENT_ROW_COLUMNS) },
     {

@@ -57,11 +57,12 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const ch = config.clickhouse;
   const client = createClickHouse(ch, { useDatabase: true });
   const kafka = createKafka(config.kafka, "sink");
+  const heartbeatMs = Math.min(3_000, Math.floor(config.sessionTimeoutMs / 10));
   const consumerOf = (groupId: string) =>
     kafka.consumer({
       groupId,
       sessionTimeout: config.sessionTimeoutMs,
-      heartbeatInterval: Math.min(3_000, Math.floor(config.sessionTimeoutMs / 10)),
+      heartbeatInterval: heartbeatMs,
       minBytes: config.fetchMinBytes,
       maxWaitTimeInMs: config.fetchMaxWaitMs,
     });
@@ -105,6 +106,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     batchWaitMs: config.batchWaitMs,
     retryMinMs: config.retryMinMs,
     retryMaxMs: config.retryMaxMs,
+    heartbeatMs,
     metrics,
     log,
   };

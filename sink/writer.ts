@@ -46,8 +46,9 @@ export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table
  * An insert function for rows already in JSONEachRow form (one UTF-8 line each, no newline, the
  * keys `columns`): the lines are joined into one body, copied once, and sent as they are. The
  * columns are named so that the table computes every other column from its DEFAULT (18.16 reads
- * a field missing from a JSONEachRow line as the type's zero, not the column's DEFAULT). Throws
- * ClickHouse's error (sorted by classifyInsertError) or the connection's.
+ * a field missing from a JSONEachRow line as the type's zero, not the column's DEFAULT). A field
+ * naming no column is refused (input_format_skip_unknown_fields=0). Throws ClickHouse's error
+ * (sorted by classifyInsertError) or the connection's.
  */
 export function clickhouseInsertLines(client: ClickHouseClient, table: string, columns: readonly string[]): InsertRows<Buffer> {
   const query = `INSERT INTO ${table} (${columns.join(", ")}) FORMAT JSONEachRow`;
@@ -56,7 +57,8 @@ export function clickhouseInsertLines(client: ClickHouseClient, table: string, c
       ...notStopped(signal),
       query,
       values: Readable.from([joinLines(lines)]),
-      clickhouse_settings: { date_time_input_format: "best_effort" },
+      // A key that names no column is refused (117, data), not skipped: 18.16's default, not current ClickHouse's.
+      clickhouse_settings: { date_time_input_format: "best_effort", input_format_skip_unknown_fields: 0 },
     });
     result.stream.resume();
     await finished(result.stream);
@@ -127,12 +129,27 @@ const DATA_ERROR_CODES = new Set([6, 25, 26, 27, 32, 33, 38, 41, 53, 69, 70, 72,
  * ClickHouse error codes meaning "the server or its setup is unwell, the data may be fine":
  * missing database/table/column (a migration not run), timeouts, overload, memory, disk,
  * read-only replicas, ZooKeeper/Keeper, auth, unknown insert status; on a cluster, every replica
- * of a shard unreachable (279) and too few live replicas for a quorum insert (285, 286).
+ * of a shard unreachable (279) and too few live replicas for a quorum insert (285, 286). Also the
+ * write path and transport, which the zero-row probe does not exercise (it writes no part):
+ * CANNOT_WRITE_TO_FILE_DESCRIPTOR 75, CANNOT_OPEN_FILE 76, CANNOT_READ_FROM_SOCKET 95,
+ * CANNOT_WRITE_TO_SOCKET 96, CANNOT_FSYNC 204, CANNOT_WRITE_TO_FILE 294, DEADLOCK_AVOIDED 473,
+ * TABLE_IS_BEING_RESTARTED 733, and NO_REMOTE_SHARD_AVAILABLE 519 (current ClickHouse, a shard down;
+ * names: errorCodeToName on current ClickHouse).
  */
 const INFRA_ERROR_CODES = new Set([
-  3, 16, 60, 81, 159, 160, 164, 173, 192, 193, 194, 195, 202, 203, 209, 210, 225, 236, 241, 242, 243, 252, 279, 285, 286, 319, 394, 425,
-  439, 497, 516, 999, 1000, 1001,
+  3, 16, 60, 75, 76, 81, 95, 96, 159, 160, 164, 173, 192, 193, 194, 195, 202, 203, 204, 209, 210, 225, 236, 241, 242, 243, 252, 279, 285,
+  286, 294, 319, 394, 425, 439, 473, 497, 516, 519, 733, 999, 1000, 1001,
 ]);
+
+/**
+ * ATTEMPT_TO_READ_AFTER_EOF (32) from a connection: ClickHouse's Connection::receivePacket adds
+ * "while receiving packet from <host:port>" to it (18.16 and current), as when a shard drops the
+ * connection during a Distributed insert. Code 32 of a truncated JSONEachRow field says "while
+ * read(ing) the value of key <name>" instead: data. Matched at the start of the exception's text
+ * (current: the message; 18.16: after "DB::Exception: "), so a row's bytes quoted later in a
+ * message cannot make a data error look like infrastructure.
+ */
+const EOF_FROM_CONNECTION = /(?:^|DB::Exception: )Attempt to read after eof: while receiving packet from /;
 
 /** Current ClickHouse's text for an insert block over `max_partitions_per_insert_block` (code 252). */
 const TOO_MANY_PARTITIONS = /Too many partitions for single INSERT block/i;
@@ -152,7 +169,7 @@ export function clickhouseCode(error: unknown): number | undefined {
 
 /**
  * Sorts an insert failure: `infra` (no ClickHouse answer - refused connection, reset, timeout -
- * or an infrastructure code) is retried as a whole; `data` (a known data code, or an insert over
+ * an infrastructure code, or 32 read from a connection) is retried as a whole; `data` (a known data code, or an insert over
  * the partitions an INSERT may touch) and `unknown` (any other code) are narrowed to the rows
  * that cause them.
  */
@@ -160,8 +177,10 @@ export function classifyInsertError(error: unknown): InsertFailure {
   const code = clickhouseCode(error);
   // 252 is also "too many parts" (merges behind: infrastructure); over max_partitions_per_insert_block
   // the rows themselves span too many months, and a smaller slice of them is accepted.
-  if (code === 252 && TOO_MANY_PARTITIONS.test(String((error as Error).message ?? ""))) return "data";
+  const message = String((error as Error).message ?? "");
+  if (code === 252 && TOO_MANY_PARTITIONS.test(message)) return "data";
   if (code === undefined || INFRA_ERROR_CODES.has(code)) return "infra";
+  if (code === 32 && EOF_FROM_CONNECTION.test(message)) return "infra";
   return DATA_ERROR_CODES.has(code) ? "data" : "unknown";
 }
 

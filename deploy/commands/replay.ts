@@ -5,12 +5,14 @@
  * any point resumes without skipping; re-sent records that still fail are dead-lettered again
  * (as new records, replayed by a later run). A run reads each partition up to the end it had when
  * the run began and then ends, whatever the partitions hold: one with nothing left to read (empty,
- * already replayed, or emptied by retention) is done from the start. Throws if Kafka is unreachable.
+ * already replayed, or emptied by retention) is done from the start. Re-sends stay under each
+ * target topic's max.message.bytes. Throws if Kafka is unreachable.
  */
 import { type Kafka, type Admin } from "kafkajs";
 import { type KafkaConfig } from "../../schemas/config";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
 import { DLQ_HEADERS } from "../../schemas/envelope";
+import { chunkByBytes, recordBytes, topicMaxMessageBytes } from "../../schemas/kafka/limits";
 import { PendingRange, readPendingRanges } from "../../sink/dlq-progress";
 import { withAdmin } from "../../schemas/kafka/client";
 
@@ -50,6 +52,13 @@ async function replayRanges(
   await Promise.all([producer.connect(), consumer.connect()]);
   let replayed = 0;
   const done = new Set<number>();
+  const limits = new Map<string, number>();
+  /** The send limit of a topic (topicMaxMessageBytes), read once a run. */
+  const limitOf = async (topic: string): Promise<number> => {
+    const known = limits.get(topic) ?? (await topicMaxMessageBytes(kafka, topic, config.maxMessageBytes));
+    limits.set(topic, known);
+    return known;
+  };
   let recheck: NodeJS.Timeout | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
@@ -91,11 +100,11 @@ async function replayRanges(
                 const topic = replayTopic(m.headers?.[DLQ_HEADERS.source]?.toString(), config);
                 byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key: m.key, value: m.value }]);
               }
-              await sendWhole(
-                producer,
-                { acks: -1, topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })) },
-                REPLAY_SEND_DEADLINE_MS,
-              );
+              // In sends under each topic's limit, as the sink's DLQ sends: a whole fetch (up to 1 MiB a
+              // partition) is refused MESSAGE_TOO_LARGE by a topic of a smaller max.message.bytes.
+              for (const [topic, list] of byTopic)
+                for (const chunk of chunkByBytes(list, await limitOf(topic), recordBytes))
+                  await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages: chunk }] }, REPLAY_SEND_DEADLINE_MS);
               replayed += messages.length;
               const last = messages[messages.length - 1]!.offset;
               resolveOffset(last);

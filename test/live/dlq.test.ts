@@ -5,12 +5,17 @@
  * `sink_dlq_oldest_seconds` once it dead-letters a record.
  */
 import { randomUUID } from "node:crypto";
+import { ConfigResourceTypes } from "kafkajs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import type { Message } from "../../schemas/messages";
+import { messageRow } from "../../schemas/row";
+import { DLQ_HEADERS } from "../../schemas/envelope";
 import { oldestDeadLetterTime, replayGroupId } from "../../sink/dlq-progress";
 import { LiveStack, sinkPort, waitFor } from "../support/harness";
 
-const stack = new LiveStack();
+// Flushes of 1,000 records: a full batch is flushed inside kafkajs's eachBatch, where kafkajs sends no heartbeat.
+const stack = new LiveStack({ SINK_BATCH_RECORDS: "1000" });
 const dlq = suite("dlq replay and age (live)");
 /** A DLQ of four partitions of this suite's own. */
 const multi = `test-dlq-multi-${stack.id}`;
@@ -140,6 +145,36 @@ dlq("the time of the oldest letter not yet replayed: the record's own, to the se
   }
 });
 
+dlq("dlq replay splits its sends under the target topic's max.message.bytes (review: a whole fetch was one send)", async () => {
+  // Twelve letters of about 10 KB on one partition (one fetch, 120 KB) to an events topic of 64 KiB,
+  // all of one key: one partition there too, so one record batch of 120 KB unless the sends are split.
+  const ids = Array.from({ length: 12 }, () => randomUUID());
+  const big = ids.map((id) => {
+    const l = letter(id, 1);
+    const envelope = JSON.parse(l.value) as { message: Record<string, unknown> };
+    envelope.message.properties = { filler: "x".repeat(10_000) };
+    return { ...l, key: "one-key", value: JSON.stringify(envelope) };
+  });
+  await deadLetter(multi, big);
+  const admin = stack.kafka.admin();
+  await admin.connect();
+  const events = { type: ConfigResourceTypes.TOPIC, name: stack.env.KAFKA_TOPIC! };
+  try {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ ...events, configEntries: [{ name: "max.message.bytes", value: "65536" }] }],
+    });
+    assert.is(await replay(multi), 12);
+    await stack.rowsLanded(ids);
+  } finally {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ ...events, configEntries: [{ name: "max.message.bytes", value: "1048588" }] }],
+    });
+    await admin.disconnect();
+  }
+});
+
 /** The value of `name{labels}` in Prometheus text, or undefined when there is no such series. */
 function sample(text: string, series: string): number | undefined {
   const line = text.split("\n").find((l) => l.startsWith(`${series} `));
@@ -163,6 +198,63 @@ dlq("sink_dlq_oldest_seconds is 0 while the DLQ is empty and above 0 once the si
   });
   assert.ok(age < 60, `${age} s`);
   console.log(`\n  ${series} ${age} (a dead letter written ${age} s ago)`);
+});
+
+/** An events row (format 2) of a track message; `refused`: its catalog_shape is a string, which ClickHouse refuses (UInt64). */
+function rowValue(messageId: string, refused: boolean): string {
+  const now = new Date().toISOString();
+  const stamp = { workspaceId: "ws-test", receivedAt: now, sentAt: null, originalTimestamp: null, timestamp: now, context: {} };
+  const message = { type: "track", event: "Bisected", userId: "u-bisect", messageId } as unknown as Message;
+  const row = messageRow(message, stamp);
+  return JSON.stringify(refused ? { ...row, catalog_shape: "not a number" } : row);
+}
+
+dlq("a flush whose bisection outlasts the session timeout commits once and dead-letters each refused record once", async () => {
+  // 3,000 rows, every 10th refused: three flushes of about 870 INSERTs each, each longer than the stack's 6 s session.
+  const ids = Array.from({ length: 3_000 }, () => randomUUID());
+  const messages = ids.map((id, i) => ({ key: id, value: rowValue(id, i % 10 === 0), partition: 0 }));
+  const producer = stack.kafka.producer();
+  await producer.connect();
+  const began = Date.now();
+  try {
+    for (let i = 0; i < messages.length; i += 500)
+      await producer.send({ topic: stack.env.KAFKA_TOPIC!, acks: -1, messages: messages.slice(i, i + 500) });
+  } finally {
+    await producer.disconnect();
+  }
+  const { end } = await stack.groupLag();
+  await waitFor("the commit of the bisected flush", async () => ((await stack.groupLag()).committed >= end ? true : undefined), 120_000);
+  const tookMs = Date.now() - began;
+  await stack.rowsLanded(
+    ids.filter((_, i) => i % 10 !== 0),
+    2_700,
+    30_000,
+  );
+
+  // Every insert letter on the DLQ, read to its end a second after the commit.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const sources: string[] = [];
+  const consumer = stack.kafka.consumer({ groupId: `test-dlq-read-${randomUUID()}` });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic: stack.env.KAFKA_DLQ_TOPIC!, fromBeginning: true });
+    let seen = 0;
+    const { end: dlqEnd } = await stack.groupLag(stack.env.KAFKA_DLQ_TOPIC!, "none");
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        seen++;
+        if (message.headers?.[DLQ_HEADERS.step]?.toString() === "insert") sources.push(message.headers[DLQ_HEADERS.source]!.toString());
+      },
+    });
+    await waitFor("the DLQ read to its end", async () => (seen >= dlqEnd ? true : undefined), 30_000);
+  } finally {
+    await consumer.disconnect();
+  }
+  const sink = stack.sink!.output();
+  assert.is(sources.length, 300, `each refused record dead-lettered once, not ${sources.length} letters`);
+  assert.is(new Set(sources).size, 300);
+  assert.not.ok(sink.includes("commit failed"), "no commit was refused");
+  console.log(`\n  3,000 rows, 300 refused: committed ${tookMs} ms after the first send (session timeout 6 s), 300 letters`);
 });
 
 dlq.run();

@@ -104,7 +104,7 @@ live("a readonly user: the sink refuses to start, naming every right it lacks in
   for (const right of [
     `INSERT on ${stack.database}.events`,
     `INSERT on ${stack.database}.rejected_messages`,
-    "changing the setting date_time_input_format in a query",
+    "changing the settings date_time_input_format and input_format_skip_unknown_fields in a query",
     `ALTER ... DROP PARTITION on ${stack.database}.events (for RETENTION_DAYS)`,
   ]) {
     assert.ok(message.includes(right), `${right} named in: ${message}`);

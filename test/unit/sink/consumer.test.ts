@@ -83,7 +83,12 @@ test("sink_write_failing is 1 while an insert is retried and 0 once it lands", a
   const failing = async () => (await metrics.registry.getSingleMetric("sink_write_failing")!.get()).values.map((v) => v.value);
   try {
     assert.equal(await failing(), [0], "0 from the start");
-    const message = { offset: "0", key: Buffer.from("m1"), value: Buffer.from('{"workspace_id":"ws1"}'), timestamp: String(Date.now()) };
+    const message = {
+      offset: "0",
+      key: Buffer.from("m1"),
+      value: Buffer.from('{"workspace_id":"ws1","message_id":"m1","received_at":"2026-11-26T10:00:00.000Z"}'),
+      timestamp: String(Date.now()),
+    };
     const payload = {
       batch: { topic: "events", partition: 0, messages: [message] },
       resolveOffset: () => {},

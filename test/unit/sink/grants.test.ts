@@ -55,7 +55,7 @@ unit("the rights checked: the partition drop only with RETENTION_DAYS on 18.16 o
   const always = [
     "SELECT on system.columns",
     "SELECT on system.settings",
-    "changing the setting date_time_input_format in a query",
+    "changing the settings date_time_input_format and input_format_skip_unknown_fields in a query",
     "INSERT on db.events",
     "INSERT on db.rejected_messages",
   ];

@@ -1,7 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { BatchItem } from "../../../sink/batch";
-import { createClient } from "@clickhouse/client";
+import { createClient, type ClickHouseClient } from "@clickhouse/client";
+import { Readable } from "node:stream";
 import { classifyInsertError, clickhouseInsertLines, clickhouseProbe, insertOrBisect, isDataError } from "../../../sink/writer";
 import type { EventRow } from "../../../schemas/row";
 
@@ -45,6 +46,34 @@ test("failures are sorted: no answer or an infrastructure code is infra, other c
   assert.is(classifyInsertError(new Error("Code: 279, e.displayText() = DB::NetException: All connection tries failed. Log:")), "infra");
   assert.is(classifyInsertError(new Error("Code: 25, e.displayText() = DB::Exception: missing second part of surrogate pair")), "data");
   assert.is(classifyInsertError(Object.assign(new Error("something new"), { code: "4242" })), "unknown");
+});
+
+test("write-path and transport codes are infra: the zero-row probe writes no part and passes while they fail (review)", () => {
+  // CANNOT_WRITE_TO_FILE_DESCRIPTOR, CANNOT_OPEN_FILE, CANNOT_READ_FROM_SOCKET, CANNOT_WRITE_TO_SOCKET, CANNOT_FSYNC,
+  // CANNOT_WRITE_TO_FILE, DEADLOCK_AVOIDED, NO_REMOTE_SHARD_AVAILABLE, TABLE_IS_BEING_RESTARTED
+  for (const code of [75, 76, 95, 96, 204, 294, 473, 519, 733]) {
+    assert.is(classifyInsertError(Object.assign(new Error(`Code: ${code}. DB::Exception: x`), { code: String(code) })), "infra", `${code}`);
+    assert.is(classifyInsertError(new Error(`Code: ${code}, e.displayText() = DB::Exception: x, e.what() = DB::Exception`)), "infra");
+  }
+});
+
+test("code 32 is infra when a connection was read (a shard gone mid-insert), data when a JSONEachRow field ends early", () => {
+  // Connection::receivePacket's addition, 18.16 and current message forms.
+  const shard18 =
+    "Code: 32, e.displayText() = DB::Exception: Attempt to read after eof: while receiving packet from ch2:9000, e.what() = DB::Exception";
+  assert.is(classifyInsertError(new Error(shard18)), "infra");
+  const shardNow = "Attempt to read after eof: while receiving packet from ch2:9000. (ATTEMPT_TO_READ_AFTER_EOF)";
+  assert.is(classifyInsertError(Object.assign(new Error(shardNow), { code: "32" })), "infra");
+  // A truncated row (`{"a":"x","n":`), as 18.16 and current ClickHouse answer it.
+  const field18 =
+    "Code: 32, e.displayText() = DB::Exception: Attempt to read after eof: (while read the value of key n), e.what() = DB::Exception";
+  assert.is(classifyInsertError(new Error(field18)), "data");
+  const fieldNow =
+    "Attempt to read after eof: (while reading the value of key n): While executing ParallelParsingBlockInputFormat. (ATTEMPT_TO_READ_AFTER_EOF)";
+  assert.is(classifyInsertError(Object.assign(new Error(fieldNow), { code: "32" })), "data");
+  // The phrase later in the text (a row's bytes quoted) does not count.
+  const quoted = "Attempt to read after eof: (at row 1) before: Attempt to read after eof: while receiving packet from x";
+  assert.is(classifyInsertError(Object.assign(new Error(quoted), { code: "32" })), "data");
 });
 
 test("a refusal with any unknown code is narrowed to its rows once the probe shows the table takes inserts", async () => {
@@ -132,6 +161,18 @@ test("once the stop has aborted, an insert or probe is not sent, and its error i
     assert.is(classifyInsertError(error), "infra");
   }
   await client.close();
+});
+
+test("the sink's inserts refuse a key that names no column (current ClickHouse would skip it: message_id '', rows collapse)", async () => {
+  const sent: Record<string, unknown>[] = [];
+  const client = {
+    exec: async (params: { clickhouse_settings?: Record<string, unknown> }) => {
+      sent.push(params.clickhouse_settings ?? {});
+      return { stream: Readable.from([]) };
+    },
+  } as unknown as ClickHouseClient;
+  await clickhouseInsertLines(client, "events", ["message_id"])([Buffer.from('{"message_id":"m"}')]);
+  assert.is(sent[0]?.input_format_skip_unknown_fields, 0);
 });
 
 test.run();
