@@ -24,6 +24,7 @@ import {
   payloadTooLarge,
   tooCostly,
   tooDeep,
+  unsupportedCharset,
   unsupportedEncoding,
   unsupportedMediaType,
 } from "./errors";
@@ -36,6 +37,8 @@ import type { Limits } from "./app";
 export interface BodyOptions {
   /** The request's content coding, lower case: `identity`, `gzip` or `deflate`. */
   encoding: "identity" | "gzip" | "deflate";
+  /** How the bytes become text (bodyCharset); default UTF-8. */
+  charset?: BodyCharset;
   /** Most decoded bytes (MAX_REQUEST_BYTES); past it 413 `payload_too_large`. */
   maxBytes: number;
   /** The whole body must have arrived this many ms after reading starts (INGEST_BODY_TIMEOUT_MS); else 408. */
@@ -80,7 +83,7 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   // Content-Length is checked against the limit before anything is read (raw-body's `length`).
   const length = encoding === "identity" ? declaredLength(req.headers["content-length"]) : undefined;
   try {
-    return await getRawBody(meter, { limit: maxBytes, encoding: "utf8", ...(length === undefined ? {} : { length }) });
+    return await getRawBody(meter, { limit: maxBytes, encoding: options.charset ?? "utf8", ...(length === undefined ? {} : { length }) });
   } catch (error) {
     if (error instanceof HttpError) throw error;
     if ((error as { type?: unknown }).type === "entity.too.large") throw payloadTooLarge(maxBytes);
@@ -162,6 +165,47 @@ function declaredLength(header: string | undefined): number | undefined {
  */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
 
+/** How a body's bytes are decoded: UTF-8, or Windows-1252 for the Latin-1 labels. */
+export type BodyCharset = "utf8" | "windows-1252";
+
+/**
+ * The decoding of a Content-Type `charset` label (case-insensitive), or undefined for a label not
+ * read here (415 `unsupported_charset`, as koa-bodyparser answers a charset it cannot decode).
+ * JSON is UTF-8 (RFC 8259), so no label, `utf-8` and `us-ascii` (a subset; high bytes then read as
+ * UTF-8) are UTF-8. The Latin-1 labels are decoded as Windows-1252, as browsers do (WHATWG
+ * Encoding: iso-8859-1, latin1 and cp1252 are labels of windows-1252): a server library that
+ * declares ISO-8859-1 encoded its text so, and reading it as UTF-8 would store each accented
+ * letter as U+FFFD. Other charsets (UTF-16 among them, whose raw surrogates the lone-surrogate
+ * check does not look for) are refused rather than guessed.
+ */
+export function bodyCharset(label: string): BodyCharset | undefined {
+  const name = label.trim().toLowerCase();
+  if (name === "" || name === "utf-8" || name === "utf8" || ASCII_LABELS.has(name)) return "utf8";
+  if (LATIN1_LABELS.has(name)) return "windows-1252";
+  return undefined;
+}
+
+/** US-ASCII's labels: read as UTF-8, of which ASCII is a subset. */
+const ASCII_LABELS = new Set(["ansi_x3.4-1968", "ascii", "us-ascii"]);
+
+/** WHATWG Encoding's other labels of windows-1252 (https://encoding.spec.whatwg.org/#names-and-labels). */
+const LATIN1_LABELS = new Set([
+  "cp1252",
+  "cp819",
+  "csisolatin1",
+  "ibm819",
+  "iso-8859-1",
+  "iso-ir-100",
+  "iso8859-1",
+  "iso88591",
+  "iso_8859-1",
+  "iso_8859-1:1987",
+  "l1",
+  "latin1",
+  "windows-1252",
+  "x-cp1252",
+]);
+
 /**
  * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip:
  * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each mapped to the name
@@ -193,10 +237,19 @@ export async function readJson(
   const type = ctx.request.is(...JSON_TYPES);
   if (type === null) throw noBody();
   if (type === false) throw unsupportedMediaType();
+  const charset = bodyCharset(ctx.request.charset);
+  if (charset === undefined) throw unsupportedCharset(ctx.request.charset);
   const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
   const known = ENCODINGS.get(encoding);
   if (known === undefined) throw unsupportedEncoding(encoding);
-  const text = await readBody(ctx.req, { encoding: known, maxBytes: limits.maxRequestBytes, timeoutMs: bodyTimeoutMs, charge, decoded });
+  const text = await readBody(ctx.req, {
+    encoding: known,
+    charset,
+    maxBytes: limits.maxRequestBytes,
+    timeoutMs: bodyTimeoutMs,
+    charge,
+    decoded,
+  });
   const shape = jsonShape(text, limits.maxJsonDepth);
   if (shape.tooDeep) throw tooDeep(limits);
   const cost = parsedBytes(shape);

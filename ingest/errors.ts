@@ -158,6 +158,14 @@ export function unsupportedMediaType(): HttpError {
   });
 }
 
+/** 415: a Content-Type charset other than UTF-8 or a Latin-1 label (ingest/body.ts bodyCharset). */
+export function unsupportedCharset(charset: string): HttpError {
+  return new HttpError(415, {
+    error: "unsupported_charset",
+    message: `charset ${JSON.stringify(charset.slice(0, 64))} is not supported; send UTF-8 (charset=utf-8, or none)`,
+  });
+}
+
 /** 415: a Content-Encoding other than gzip (x-gzip), deflate or identity. */
 export function unsupportedEncoding(encoding: string): HttpError {
   return new HttpError(415, {

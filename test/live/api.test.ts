@@ -279,6 +279,24 @@ api("text/plain JSON bodies (sendBeacon) are accepted with the writeKey in the b
   assert.not.match(row!.extra, "test-key", "the writeKey is not stored");
 });
 
+api("a body declared ISO-8859-1 lands decoded as such (Windows-1252, as browsers read the label)", async () => {
+  const messageId = randomUUID();
+  const response = await fetch(`${stack.base}/v1/track`, {
+    method: "POST",
+    headers: { "content-type": "application/json; charset=iso-8859-1", authorization: basic("test-key") },
+    // "Café €" with é as 0xE9 and € as 0x80: read as UTF-8, both would be U+FFFD.
+    body: Buffer.concat([
+      Buffer.from(`{"messageId":"${messageId}","userId":"u-latin1","event":"Caf`),
+      Buffer.from([0xe9, 0x20, 0x80]),
+      Buffer.from('"}'),
+    ]),
+  });
+  const result = await answer(response);
+  assert.is(result.status, 200, result.text);
+  const [row] = await stack.rowsLanded<{ event: string }>([messageId]);
+  assert.is(row!.event, "Café €");
+});
+
 api("events keeps every other field the client sent in extra", async () => {
   const messageId = randomUUID();
   const body = {

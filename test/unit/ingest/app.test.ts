@@ -32,6 +32,40 @@ const post = (path: string, body: unknown, headers: Record<string, string> = {})
     body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
 
+app(
+  "a Latin-1 body (charset=iso-8859-1, as a server library declaring it encodes) is decoded as such, gzip or not; UTF-16 is refused 415",
+  async () => {
+    // "Café €" in Windows-1252: é is 0xE9, € is 0x80 (read as UTF-8 both would be U+FFFD).
+    const latin1 = (messageId: string) =>
+      Buffer.concat([
+        Buffer.from(`{"messageId":"${messageId}","userId":"u1","event":"Caf`),
+        Buffer.from([0xe9, 0x20, 0x80]),
+        Buffer.from('"}'),
+      ]);
+    const plain = await post("/v1/track", latin1("m-latin1"), { "content-type": "application/json; charset=ISO-8859-1" });
+    assert.is(plain.status, 200, await plain.text());
+    const zipped = await post("/v1/track", gzipSync(latin1("m-latin1-gz")), {
+      "content-type": "application/json;charset=windows-1252",
+      "content-encoding": "gzip",
+    });
+    assert.is(zipped.status, 200, await zipped.text());
+    const events = ingest.produced.map((r) => (JSON.parse(r.value) as EventRow).event);
+    assert.equal(events, ["Café €", "Café €"]);
+
+    const utf16 = await post("/v1/track", Buffer.from(JSON.stringify({ messageId: "m-16", userId: "u1", event: "x" }), "utf16le"), {
+      "content-type": "application/json; charset=utf-16le",
+    });
+    assert.is(utf16.status, 415);
+    assert.is(((await utf16.json()) as { error: string }).error, "unsupported_charset");
+    const ascii = await post("/v1/track", Buffer.from(JSON.stringify({ messageId: "m-ascii", userId: "u1", event: "Café" })), {
+      "content-type": "application/json; charset=us-ascii",
+    });
+    assert.is(ascii.status, 200, "us-ascii is read as UTF-8, its superset");
+    assert.is((JSON.parse(ingest.produced.at(-1)!.value) as EventRow).event, "Café");
+    assert.is(ingest.produced.length, 3, "nothing of the refused body was produced");
+  },
+);
+
 app("a valid track is produced once, keyed by its messageId, stamped with the workspace; the answer is Segment's", async () => {
   const response = await post("/v1/track", { messageId: "m-1", userId: "u1", event: "Signed Up", properties: { plan: "pro" } });
   assert.is(response.status, 200);
