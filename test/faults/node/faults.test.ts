@@ -5,7 +5,7 @@
  * messageId answered 2xx is in ClickHouse exactly once under FINAL.
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { suite } from "uvu";
@@ -483,6 +483,7 @@ faults("13. SIGTERM to the sink while ClickHouse is frozen mid-insert: it gives 
   process.kill(clickhouse, "SIGSTOP");
   try {
     const frozenAt = Date.now();
+    await waitFor("every ClickHouse thread stopped (state T)", async () => (allThreadsStopped(clickhouse) ? true : undefined), 2_000);
     // A new connection: the client's pooled one may be one ClickHouse had closed, which fails at once.
     const ping = await fetch(`${process.env.CLICKHOUSE_URL!}/ping`, { signal: AbortSignal.timeout(1_000) }).then(
       () => "answered",
@@ -534,7 +535,7 @@ faults("14. SIGTERM to the ingest and the sink while Kafka is frozen: both exit 
   process.kill(broker, "SIGSTOP");
   try {
     // The signal is delivered a moment later.
-    await waitFor("the broker stopped (state T)", async () => (processState(broker) === "T" ? true : undefined), 2_000);
+    await waitFor("every broker thread stopped (state T)", async () => (allThreadsStopped(broker) ? true : undefined), 2_000);
     await sleep(1_000); // requests and the sink's fetch wait on the broker
     const signalled = Date.now();
     stack.ingest.child.kill("SIGTERM");
@@ -577,9 +578,20 @@ faults("14. SIGTERM to the ingest and the sink while Kafka is frozen: both exit 
   );
 });
 
-/** A process's state letter (/proc/PID/stat): T when stopped by a signal. */
-function processState(pid: number): string {
-  return readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0] ?? "?";
+/**
+ * Whether every thread of a process is stopped (state T in /proc/PID/task/TID/stat). kill(SIGSTOP)
+ * returns before the signal reached each thread: a thread of a multi-threaded server can still
+ * answer a request for a moment after it.
+ */
+function allThreadsStopped(pid: number): boolean {
+  const state = (tid: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").replace(/^.*\) /s, "")[0];
+    } catch {
+      return "T"; // the thread ended between the listing and the read
+    }
+  };
+  return readdirSync(`/proc/${pid}/task`).every((tid) => state(tid) === "T");
 }
 
 /** Resident memory of a process, bytes (VmRSS of /proc/PID/status). */
