@@ -91,6 +91,8 @@ transaction.state.log.replication.factor=$INTERNAL_REPLICAS
 transaction.state.log.min.isr=1
 min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
+# Committed offsets outlive the topics' 30-day retention (the DLQ replay group is empty between replays).
+offsets.retention.minutes=50400
 EOF
   # Warnings and errors only, plus the one line that says the server is up.
   # (log4j 2's properties format: Kafka 4 dropped log4j 1.)

@@ -40,6 +40,10 @@ const KINDS = "ConfigMap Secret Namespace Deployment Service HorizontalPodAutosc
 const NEWEST = KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.length - 1];
 
 const id = (m: Manifest) => `${m.kind}/${m.metadata?.name}`;
+/** RFC 2606's reserved names: example.com/.net/.org and the .example and .invalid top-level domains. */
+const RESERVED_HOST = /(^|[/.@])(example\.(com|net|org)|[a-z0-9-]+\.(example|invalid))(?=$|[:/])/i;
+/** A startup probe's window, s: a consumer group's join waits out a dead member's 30 s session and a rebalance. */
+const STARTUP_WINDOW_S = 120;
 const show = (line: string) => console.log(`  ${line}`);
 
 /** Shows what a check found in a broken copy, and asserts that it refused the copy as expected. */
@@ -190,6 +194,9 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
   const cm = id(config);
   for (const key of Object.keys(data))
     if (!DOCUMENTED.has(key)) out.push(`${cm}: ${key} is not a setting documented in docs/OPERATIONS.md`);
+  // A placeholder address that starts would send events nowhere (PUBLIC_URL is every SDK's target).
+  for (const [key, value] of Object.entries(data))
+    if (RESERVED_HOST.test(value)) out.push(`${cm}: ${key} names a reserved example host (${value})`);
   if (!(Number(data.INGEST_HEADERS_TIMEOUT_MS ?? 10_000) > Number(data.INGEST_KEEPALIVE_TIMEOUT_MS ?? 5_000)))
     out.push(`${cm}: INGEST_HEADERS_TIMEOUT_MS must exceed INGEST_KEEPALIVE_TIMEOUT_MS`);
   // Each process's typed config accepts the ConfigMap (the Secrets add only credentials).
@@ -249,6 +256,10 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
     }
     if (probePath(c.readinessProbe) !== "/readyz") out.push(`${id(deployment)}: readinessProbe must GET /readyz`);
     if (probePath(c.livenessProbe) !== "/healthz") out.push(`${id(deployment)}: livenessProbe must GET /healthz`);
+    const startup = c.startupProbe;
+    const window = (startup?.periodSeconds ?? 10) * (startup?.failureThreshold ?? 3);
+    if (probePath(startup) !== "/healthz" || window < STARTUP_WINDOW_S)
+      out.push(`${id(deployment)}: startupProbe must GET /healthz for at least ${STARTUP_WINDOW_S} s (a group join, a slow Kafka)`);
     return c;
   };
   const autoscaler = (name: string) => resources.find((r) => r.kind === "HorizontalPodAutoscaler" && r.spec?.scaleTargetRef?.name === name);
@@ -313,9 +324,12 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
   else if (!["OnFailure", "Never"].includes(job.spec.template.spec.restartPolicy))
     out.push(`${id(job)}: restartPolicy must be OnFailure or Never`);
 
-  // An unready pod must not hold a node's drain (Kubernetes' default counts it against the budget).
-  for (const r of resources.filter((x) => x.kind === "PodDisruptionBudget"))
+  // An unready pod must not hold a node's drain (Kubernetes' default counts it against the budget);
+  // a budget in pods available lets a drain of many nodes evict all but that many at once.
+  for (const r of resources.filter((x) => x.kind === "PodDisruptionBudget")) {
     if (r.spec?.unhealthyPodEvictionPolicy !== "AlwaysAllow") out.push(`${id(r)}: unhealthyPodEvictionPolicy must be AlwaysAllow`);
+    if (r.spec?.maxUnavailable === undefined) out.push(`${id(r)}: must bound maxUnavailable, not minAvailable`);
+  }
 
   // Selectors of Services, PDBs and NetworkPolicies must select some pod template.
   const templates = resources.flatMap((r) => (r.spec?.template ? [r.spec.template.metadata?.labels ?? {}] : []));
@@ -515,10 +529,10 @@ test("kubeconform -strict refuses broken copies: misspelt and missing fields, wr
     ["restartPolicy one level up", "Job/segment-ingest-migrate", (m) => (m.spec.template.restartPolicy = "Never"), /'restartPolicy' not/],
     ["no maxReplicas", "HorizontalPodAutoscaler/segment-ingest", (m) => delete m.spec.maxReplicas, /missing property 'maxReplicas'/],
     [
-      "a misspelt minAvailable",
+      "a misspelt maxUnavailable",
       "PodDisruptionBudget/segment-ingest",
-      (m) => rename(m.spec, "minAvailable", "minAvailabel"),
-      /'minAvailabel' not allowed/,
+      (m) => rename(m.spec, "maxUnavailable", "maxUnavailabel"),
+      /'maxUnavailabel' not allowed/,
     ],
     ["policyTypes as a string", "NetworkPolicy/segment-ingest", (m) => (m.spec.policyTypes = "Ingress"), /policyTypes': got string/],
     ["a Service port as a string", "Service/segment-ingest", (m) => (m.spec.ports[0].port = "80"), /ports\/0\/port': got string/],
@@ -682,6 +696,19 @@ test("production rules hold in the base and in the production overlay, and refus
       (rs) => delete first(rs, "PodDisruptionBudget").spec.unhealthyPodEvictionPolicy,
       /unhealthyPodEvictionPolicy must be AlwaysAllow/,
     ],
+    [
+      "PDB in pods available",
+      (rs) => ([first(rs, "PodDisruptionBudget").spec.minAvailable, first(rs, "PodDisruptionBudget").spec.maxUnavailable] = [1, undefined]),
+      /must bound maxUnavailable, not minAvailable/,
+    ],
+    ["no startup probe", (rs) => delete snk(rs).containers[0].startupProbe, /segment-ingest-sink: startupProbe must GET \/healthz/],
+    ["a 30 s startup window", (rs) => (ing(rs).containers[0].startupProbe.failureThreshold = 6), /segment-ingest: startupProbe must GET/],
+    [
+      "a placeholder public address",
+      (rs) => (cm(rs).PUBLIC_URL = "https://events.example.com"),
+      /PUBLIC_URL names a reserved example host/,
+    ],
+    ["a placeholder broker", (rs) => (cm(rs).KAFKA_BROKERS = "kafka.example:9092"), /KAFKA_BROKERS names a reserved example host/],
   ];
   for (const [what, mutate, expected] of broken) {
     const copy = objects(BASE);
@@ -839,6 +866,59 @@ test("the copies of the data never share a Kubernetes node: Kafka's pool, ClickH
   }
 });
 
+/**
+ * The ClickHouse and Keeper pods the operator makes: its own container (named as the operator
+ * names it, else it adds a default one: clickhouse-keeper:latest, no resources) on a full release
+ * (a.b.c.d, the same for both) with a memory limit and a cpu request.
+ */
+function operatorPodViolations(resources: Manifest[]): string[] {
+  const out: string[] = [];
+  const versions = new Set<string>();
+  for (const [kind, name] of [
+    ["ClickHouseInstallation", "clickhouse"],
+    ["ClickHouseKeeperInstallation", "clickhouse-keeper"],
+  ]) {
+    const r = resources.find((x) => x.kind === kind);
+    if (!r) {
+      out.push(`${kind} is missing`);
+      continue;
+    }
+    const template = (r.spec.templates?.podTemplates ?? []).find((t: Json) => t.name === r.spec.defaults?.templates?.podTemplate);
+    const c = (template?.spec?.containers ?? []).find((x: Json) => x.name === name);
+    if (!c) {
+      out.push(`${id(r)}: its default podTemplate must declare the container ${name}`);
+      continue;
+    }
+    const tag = /:(\d+\.\d+\.\d+\.\d+)$/.exec(c.image ?? "")?.[1];
+    if (!tag) out.push(`${id(r)}: ${name} image ${c.image} is not a full release (a.b.c.d)`);
+    else versions.add(tag);
+    if (!c.resources?.limits?.memory || !c.resources?.requests?.cpu) out.push(`${id(r)}: ${name} needs a memory limit and a cpu request`);
+  }
+  if (versions.size > 1) out.push(`ClickHouse and its Keeper run different releases: ${[...versions].join(", ")}`);
+  return out;
+}
+
+test("ClickHouse and its Keeper run one pinned release, with resources", () => {
+  const operators = objects(join(K8S, "operators"));
+  assert.equal(operatorPodViolations(operators), []);
+  const keeper = (rs: Manifest[]) => rs.find((r) => r.kind === "ClickHouseKeeperInstallation")!.spec.templates.podTemplates[0].spec;
+  const server = (rs: Manifest[]) => rs.find((r) => r.kind === "ClickHouseInstallation")!.spec.templates.podTemplates[0].spec;
+  console.log(`
+ClickHouse ${server(operators).containers[0].image}, Keeper ${keeper(operators).containers[0].image}`);
+  const broken: Array<[string, (rs: Manifest[]) => unknown, RegExp]> = [
+    ["Keeper left to the operator", (rs) => delete keeper(rs).containers, /must declare the container clickhouse-keeper/],
+    ["Keeper container misnamed", (rs) => (keeper(rs).containers[0].name = "keeper"), /must declare the container clickhouse-keeper/],
+    ["a minor tag", (rs) => (server(rs).containers[0].image = "clickhouse/clickhouse-server:25.8"), /is not a full release/],
+    ["Keeper without resources", (rs) => delete keeper(rs).containers[0].resources, /clickhouse-keeper needs a memory limit/],
+    ["two releases", (rs) => (keeper(rs).containers[0].image = "clickhouse/clickhouse-keeper:25.8.29.1"), /run different releases/],
+  ];
+  for (const [what, mutate, expected] of broken) {
+    const copy = objects(join(K8S, "operators"));
+    mutate(copy);
+    expectRefused(what, operatorPodViolations(copy), expected);
+  }
+});
+
 test("the Kafka resource runs a version Strimzi runs, the one the local stack and compose run", () => {
   const kafka = objects(join(K8S, "operators")).find((m) => m.kind === "Kafka")!;
   const { version, metadataVersion } = kafka.spec.kafka as { version: string; metadataVersion: string };
@@ -855,6 +935,39 @@ test("the Kafka resource runs a version Strimzi runs, the one the local stack an
     assert.equal(listener.networkPolicyPeers, [
       { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "segment-ingest" } } },
     ]);
+});
+
+/**
+ * Where committed offsets are forgotten before the records they point into (Kafka drops an empty
+ * group's offsets offsets.retention.minutes after it emptied; default 7 days). Reads the Kafka
+ * resource's config and every KafkaTopic's retention.ms.
+ */
+function offsetRetentionViolations(resources: Manifest[]): string[] {
+  const kafka = resources.find((r) => r.kind === "Kafka");
+  const minutes = Number(kafka?.spec?.kafka?.config?.["offsets.retention.minutes"] ?? 10_080);
+  return resources
+    .filter((r) => r.kind === "KafkaTopic" && r.spec?.config?.["retention.ms"] !== undefined)
+    .filter((r) => minutes * 60_000 <= Number(r.spec.config["retention.ms"]))
+    .map((r) => `${id(r)}: retention.ms ${r.spec.config["retention.ms"]} outlasts the brokers' offsets.retention.minutes (${minutes})`);
+}
+
+test("committed offsets outlive the topics' records: the DLQ replay group's progress, a stopped sink's position", () => {
+  const operators = objects(join(K8S, "operators"));
+  assert.equal(offsetRetentionViolations(operators), []);
+  const minutes = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1]);
+  const local = minutes(readFileSync(join(ROOT, "deploy", "local", "kafka.sh"), "utf8"), /^offsets\.retention\.minutes=(\d+)$/m);
+  const compose = minutes(readFileSync(join(ROOT, "deploy", "compose.yaml"), "utf8"), /KAFKA_OFFSETS_RETENTION_MINUTES: "(\d+)"/);
+  const kafka = operators.find((r) => r.kind === "Kafka")!.spec.kafka.config["offsets.retention.minutes"];
+  console.log(`
+Offsets kept ${kafka} min (Strimzi), ${local} (local stack), ${compose} (compose); topics kept 30 days`);
+  assert.equal([local, compose], [kafka, kafka], "the local stack and compose keep offsets as production does");
+  const copy = objects(join(K8S, "operators"));
+  delete copy.find((r) => r.kind === "Kafka")!.spec.kafka.config["offsets.retention.minutes"];
+  expectRefused(
+    "Kafka's default offsets retention",
+    offsetRetentionViolations(copy),
+    /KafkaTopic\/events-dlq: retention.ms 2592000000 outlasts/,
+  );
 });
 
 test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI entrypoint", () => {
