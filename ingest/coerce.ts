@@ -17,18 +17,10 @@
  * https://github.com/segmentio/analytics-python/blob/master/segment/analytics/client.py (stringify_id)
  */
 
-import { numberAsId } from "../schemas/messages";
+import { isBlankId, numberAsId } from "../schemas/messages";
 
 /** The id fields that may arrive as numbers. */
 const ID_FIELDS = ["messageId", "userId", "anonymousId", "groupId", "previousId"] as const;
-
-/** The ids an empty string stands for "absent" in. */
-const OPTIONAL_IDS = new Set<string>(["userId", "anonymousId"]);
-
-/** Whether `value` of the id field `field` is absent as the ingest reads it: "" or only spaces in userId or anonymousId. */
-export function isBlankId(field: string, value: string): boolean {
-  return OPTIONAL_IDS.has(field) && value.trim() === "";
-}
 
 /** One message (a single route's body or a batch item) with Segment's coercions applied. */
 export function coerceMessage(input: unknown): unknown {

@@ -9,8 +9,7 @@ import { cutText } from "../schemas/wellformed";
 import type { Receipt } from "./envelope";
 import { withAnonymizedIp } from "./enrich";
 import { recordBytes } from "../schemas/kafka/limits";
-import { numberAsId } from "../schemas/messages";
-import { isBlankId } from "./coerce";
+import { isBlankId, numberAsId } from "../schemas/messages";
 
 /** A refused item: the item as sent and each reason. */
 export interface Refusal {

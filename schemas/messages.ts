@@ -60,6 +60,17 @@ export function numberAsId(value: number): string | undefined {
   return Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER ? String(value) : undefined;
 }
 
+/** The ids an empty string stands for "absent" in. */
+const OPTIONAL_IDS = new Set<string>(["userId", "anonymousId"]);
+
+/**
+ * Whether `value` of the id field `field` is absent as the ingest reads it (ingest/coerce.ts): ""
+ * or only spaces in userId or anonymousId, so the other id decides.
+ */
+export function isBlankId(field: string, value: string): boolean {
+  return OPTIONAL_IDS.has(field) && value.trim() === "";
+}
+
 /** Fields common to every message type. */
 export interface MessageCommon {
   /** Idempotency key (spec §2.1): retries with the same messageId yield one stored row. */

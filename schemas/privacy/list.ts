@@ -14,6 +14,7 @@ import { IDENTITIES_TABLE, USERS_TABLE } from "../clickhouse/analyst";
 import { REJECTED_TABLE } from "../clickhouse/tables";
 import { onCluster, quoteIdent, quoteString, storageName } from "../clickhouse/sql";
 import { rowStringField } from "../row";
+import { isBlankId, numberAsId } from "../messages";
 import { anonymousMatches, anonymousRefused, ownRefused } from "./refused";
 
 /** One value of the suppressions topic (compacted; key = partKey): a user's entry, or one part of it (schemas/privacy/parts.ts). */
@@ -150,11 +151,20 @@ function idsOf(entry: PrivacyEntry): Set<string> {
   return new Set([entry.userId, ...entry.ids]);
 }
 
-/** The userId and anonymousId of a message or batch item, where they are strings. */
+/**
+ * The userId and anonymousId of a message or batch item (a refused one included) as the ingest
+ * reads them (ingest/coerce.ts): a number is its decimal text (analytics-ruby and -python send
+ * numeric ids), a blank one ("" or only spaces) is absent so the other id decides; anything else
+ * is no id.
+ */
 export function itemIds(item: unknown): [userId: string | undefined, anonymousId: string | undefined] {
   const fields = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : {};
-  const text = (v: unknown) => (typeof v === "string" ? v : undefined);
-  return [text(fields.userId), text(fields.anonymousId)];
+  const id = (field: "userId" | "anonymousId") => {
+    const v = fields[field];
+    if (typeof v === "number") return numberAsId(v);
+    return typeof v === "string" && !isBlankId(field, v) ? v : undefined;
+  };
+  return [id("userId"), id("anonymousId")];
 }
 
 /**

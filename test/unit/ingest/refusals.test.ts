@@ -11,6 +11,8 @@ import { MAX_LISTED_ISSUES, type ErrorBody } from "../../../ingest/errors";
 import { gzipSync } from "node:zlib";
 import { ingestMetrics } from "../../../ingest/metrics";
 import { TokenBuckets } from "../../../ingest/ratelimit";
+import { withoutSuppressed } from "../../../ingest/routes";
+import { entryKey, PrivacyList } from "../../../schemas/privacy/list";
 
 const limits = { maxRequestBytes: 512_000, maxMessageBytes: 57_344, maxBatchMessages: 2_500, maxJsonDepth: 64 };
 
@@ -133,6 +135,28 @@ test("every body read pays its decoded bytes, 429 included; once they are spent 
   } finally {
     await ingest.close();
   }
+});
+
+test("a suppressed user's refused items are dropped whether the ids came as numbers or blank", () => {
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "42"), { workspaceId: "w", userId: "42", ids: ["42", "dev-1"], suppressed: true, suppressedFrom: 0 });
+  const refused = (item: unknown) => ({ index: 0, item, issues: [{ path: "$input.event", expected: "string" }] });
+  const sorted = {
+    messages: [],
+    rejected: [
+      refused({ type: "track", userId: 42, event: 1 }),
+      refused({ type: "track", userId: "  ", anonymousId: "dev-1", event: 1 }),
+      refused({ type: "track", userId: 43, event: 1 }),
+    ],
+    defaults: {},
+  } as unknown as Parameters<typeof withoutSuppressed>[0];
+  const metrics = ingestMetrics();
+  const kept = withoutSuppressed(sorted, "w", list, metrics);
+  assert.equal(
+    kept.rejected.map((r) => (r.item as { userId: unknown }).userId),
+    [43],
+    "only another user's item is kept",
+  );
 });
 
 test.run();

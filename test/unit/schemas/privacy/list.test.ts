@@ -12,6 +12,7 @@ import {
   DELETION_IDS_BYTES,
   IDS_PER_DELETION,
   entryKey,
+  itemIds,
   linkedIdsQuery,
   parseEntry,
   PrivacyList,
@@ -70,6 +71,23 @@ test("an id in two users' entries: lifting one user's suppression keeps the othe
   assert.ok(list.drops("w", undefined, "shared", 1), "still a's");
   list.apply(entryKey("w", "a"), undefined);
   assert.not.ok(list.drops("w", undefined, "shared", 1));
+});
+
+test("itemIds reads a refused item's ids as the ingest reads a message's: numbers as their text, blank ones absent", () => {
+  assert.equal(itemIds({ userId: "u", anonymousId: "a" }), ["u", "a"]);
+  assert.equal(itemIds({ userId: 42, anonymousId: 7 }), ["42", "7"], "analytics-ruby's numeric ids");
+  assert.equal(itemIds({ userId: "   ", anonymousId: "a1" }), [undefined, "a1"], "a blank userId: the anonymousId decides");
+  assert.equal(itemIds({ userId: "", anonymousId: " " }), [undefined, undefined]);
+  assert.equal(itemIds({ userId: 2 ** 60, anonymousId: Number.NaN }), [undefined, undefined], "a number that lost digits names nobody");
+  assert.equal(itemIds({ userId: { id: "u" }, anonymousId: ["a"] }), [undefined, undefined]);
+  assert.equal(itemIds("text"), [undefined, undefined]);
+  assert.equal(itemIds(null), [undefined, undefined]);
+  // The question the ingest and the sink ask of a refused item.
+  const list = new PrivacyList();
+  list.apply(entryKey("w", "42"), entry({ userId: "42", ids: ["42", "dev-1"], suppressed: true, suppressedFrom: 0 }));
+  assert.ok(list.drops("w", ...itemIds({ userId: 42 }), 1), "suppressed user 42 sent as a number");
+  assert.ok(list.drops("w", ...itemIds({ userId: " ", anonymousId: "dev-1" }), 1), "a blank userId on the user's device");
+  assert.not.ok(list.drops("w", ...itemIds({ userId: 43 }), 1));
 });
 
 test("parseEntry: the entry's shape, or undefined", () => {
