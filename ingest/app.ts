@@ -25,7 +25,7 @@ import {
   methodNotAllowed,
 } from "./errors";
 import { settingsDocument, publicAddress } from "./settings";
-import { InflightBudget, type Lease } from "./budget";
+import { InflightBudget, senderCap, type Lease } from "./budget";
 import { type Route, routeTable, toRecords, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
@@ -122,6 +122,10 @@ const SETTINGS_MAX_AGE_SECONDS = 300;
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustedProxies > 0, maxIpsCount: deps.trustedProxies });
+  // Every error of a request is answered by the first middleware below; what still reaches Koa is
+  // a connection that closed before its answer was written (a client gone mid-body). Koa's default
+  // prints each one's stack to stderr, outside the JSON log.
+  app.on("error", (error: Error) => deps.log.debug({ err: error }, "connection closed before the answer"));
   const router = new Router();
   const { limits } = deps;
 
@@ -152,7 +156,11 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = settingsDocument(writeKey, publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }));
   });
 
-  const budget = new InflightBudget(deps.maxInflightBytes, deps.producerBytesHeld);
+  const budget = new InflightBudget(
+    deps.maxInflightBytes,
+    deps.producerBytesHeld,
+    senderCap(deps.maxInflightBytes, limits.maxRequestBytes),
+  );
 
   /** `bytes` more for a request, or its refusal: 503 + Retry-After while the budget is full, 413 if it can never fit. */
   const charge = (lease: Lease, bytes: number): HttpError | undefined => {
@@ -183,7 +191,8 @@ export function createApp(deps: AppDeps): Koa {
         throw rateLimited(room.retryAfterSeconds, room.bucket);
       }
     }
-    const lease = budget.open(keyed);
+    // The sender whose arriving bodies share a cap: the key header's workspace, else the client's address.
+    const lease = budget.open(keyed, headerAuth?.ok ? `w:${headerAuth.workspaceId}` : `ip:${ctx.ip}`);
     // Decoded bytes are paid once: below, once the key is known, or in `finally` by the key header's workspace.
     let decoded = 0;
     let unpaid = headerAuth?.workspaceId;
@@ -194,6 +203,7 @@ export function createApp(deps: AppDeps): Koa {
         deps.bodyTimeoutMs,
         (n) => charge(lease, n),
         (n) => (decoded += n),
+        () => lease.markArrived(),
       );
       // A body without a writeKey of its own leaves the header's lookup standing (one SHA-256 a
       // request); one with a writeKey is checked against the header's key and looked up.

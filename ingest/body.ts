@@ -223,7 +223,8 @@ const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
  * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
  * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
  * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
- * them; ClickHouse refuses them). `decoded` is told of each decoded chunk (BodyOptions).
+ * them; ClickHouse refuses them). `decoded` is told of each decoded chunk (BodyOptions);
+ * `arrived` is called once the whole body has been read, before the parsed size is charged.
  */
 export async function readJson(
   ctx: Koa.Context,
@@ -231,6 +232,7 @@ export async function readJson(
   bodyTimeoutMs: number,
   charge: (bytes: number) => HttpError | undefined,
   decoded?: (bytes: number) => void,
+  arrived?: () => void,
 ): Promise<Record<string, unknown> | undefined> {
   // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
   if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
@@ -250,6 +252,7 @@ export async function readJson(
     charge,
     decoded,
   });
+  arrived?.();
   const shape = jsonShape(text, limits.maxJsonDepth);
   if (shape.tooDeep) throw tooDeep(limits);
   const cost = parsedBytes(shape);

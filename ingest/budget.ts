@@ -4,7 +4,11 @@
  * announces) and, before the body is parsed, by an estimate of what parsing will make of it;
  * the lease is released when the request is answered. Records the producer still holds count
  * against the same budget. Requests whose writeKey is not known yet (no key header: it may be in
- * the body) share only part of the budget, so clients without a key cannot take all of it.
+ * the body) share only part of the budget, so clients without a key cannot take all of it. And
+ * the bodies one sender has still arriving (a workspace's, by its key header; else a client
+ * address's) hold at most a sender's cap together: a body stalled halfway costs its sender
+ * nothing but a socket, so without it one sender could fill the budget with bodies that never
+ * end (until the body timeout) and every other workspace would be answered 503.
  * Pure bookkeeping: a refused charge is a value, answered by the caller (503 or 413).
  */
 
@@ -13,6 +17,21 @@
  * for requests whose key header was checked before their body was read.
  */
 export const UNKEYED_SHARE = 0.5;
+
+/**
+ * Share of the budget that one sender's bodies still arriving may hold together (see
+ * `senderCap`): 4 MiB of the default 32 MiB, eight 500 KB bodies at once.
+ */
+export const SENDER_SHARE = 0.125;
+
+/**
+ * The bytes one sender's arriving bodies may hold together: SENDER_SHARE of the budget, but room
+ * for at least two whole bodies of `maxRequestBytes` each with its compressed form (a gzip body's
+ * chunks are held until it ends, then inflated), and never more than the budget.
+ */
+export function senderCap(maxBytes: number, maxRequestBytes: number): number {
+  return Math.min(maxBytes, Math.max(Math.floor(maxBytes * SENDER_SHARE), 4 * maxRequestBytes));
+}
 
 /**
  * The outcome of charging bytes to a lease: ok, `busy` (the budget or the unkeyed share is full
@@ -26,6 +45,8 @@ export interface Lease {
   grow(bytes: number): Charge;
   /** The request's writeKey is now checked (it was in the body): its bytes leave the unkeyed share. */
   markKeyed(): void;
+  /** The body has arrived whole: its bytes leave its sender's arriving share (they stay in the budget). */
+  markArrived(): void;
   /** Frees every byte of the lease; later calls, and later charges, do nothing. */
   release(): void;
   /** Bytes held now. */
@@ -36,33 +57,56 @@ export interface Lease {
 export class InflightBudget {
   private reserved = 0;
   private reservedUnkeyed = 0;
+  /** Bytes of bodies still arriving, by sender; a sender with none is not listed. */
+  private readonly arriving = new Map<string, number>();
 
   /**
    * @param maxBytes the budget, bytes
    * @param otherHeld bytes held elsewhere that count against it (the producer's records)
+   * @param perSender bytes one sender's arriving bodies may hold together (`senderCap`)
    * @param unkeyedShare fraction of `maxBytes` requests without a checked writeKey may hold together
    */
   constructor(
     private readonly maxBytes: number,
     private readonly otherHeld: () => number,
+    private readonly perSender = maxBytes,
     private readonly unkeyedShare = UNKEYED_SHARE,
   ) {}
 
-  /** A lease of 0 bytes; `keyed` when the request's writeKey was checked from a header. */
-  open(keyed: boolean): Lease {
+  /**
+   * A lease of 0 bytes; `keyed` when the request's writeKey was checked from a header; `sender`
+   * names who sends it (its workspace when keyed, else its client address): until `markArrived`
+   * its bytes count against that sender's cap as well.
+   */
+  open(keyed: boolean, sender: string): Lease {
     let bytes = 0;
+    let arrivingBytes = 0;
     let isKeyed = keyed;
     let open = true;
     const unkeyedCap = Math.floor(this.maxBytes * this.unkeyedShare);
+    const leaveArriving = () => {
+      if (arrivingBytes === 0) return;
+      const left = (this.arriving.get(sender) ?? 0) - arrivingBytes;
+      if (left > 0) this.arriving.set(sender, left);
+      else this.arriving.delete(sender);
+      arrivingBytes = 0;
+    };
+    let arrived = false;
     return {
       grow: (more) => {
         const capacity = isKeyed ? this.maxBytes : unkeyedCap;
         if (!open || bytes + more > capacity) return { ok: false, reason: "never", capacity };
         if (this.reserved + this.otherHeld() + more > this.maxBytes) return { ok: false, reason: "busy", capacity };
         if (!isKeyed && this.reservedUnkeyed + more > unkeyedCap) return { ok: false, reason: "busy", capacity };
+        const senderHeld = arrived ? 0 : (this.arriving.get(sender) ?? 0);
+        if (!arrived && senderHeld + more > this.perSender) return { ok: false, reason: "busy", capacity };
         bytes += more;
         this.reserved += more;
         if (!isKeyed) this.reservedUnkeyed += more;
+        if (!arrived) {
+          arrivingBytes += more;
+          this.arriving.set(sender, senderHeld + more);
+        }
         return { ok: true };
       },
       markKeyed: () => {
@@ -70,9 +114,16 @@ export class InflightBudget {
         isKeyed = true;
         this.reservedUnkeyed -= bytes;
       },
+      markArrived: () => {
+        if (arrived) return;
+        arrived = true;
+        leaveArriving();
+      },
       release: () => {
         if (!open) return;
         open = false;
+        leaveArriving();
+        arrived = true;
         this.reserved -= bytes;
         if (!isKeyed) this.reservedUnkeyed -= bytes;
         bytes = 0;
@@ -91,6 +142,16 @@ export class InflightBudget {
   /** Bytes held now by requests without a checked writeKey. */
   get heldUnkeyed(): number {
     return this.reservedUnkeyed;
+  }
+
+  /** Bytes of `sender`'s bodies still arriving. */
+  arrivingOf(sender: string): number {
+    return this.arriving.get(sender) ?? 0;
+  }
+
+  /** Senders with bodies still arriving (the map stays as small as the requests open now). */
+  get senders(): number {
+    return this.arriving.size;
   }
 }
 

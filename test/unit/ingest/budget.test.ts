@@ -1,13 +1,13 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CONTAINER_BYTES, InflightBudget, parsedBytes, parsedLimit, VALUE_BYTES } from "../../../ingest/budget";
+import { CONTAINER_BYTES, InflightBudget, parsedBytes, parsedLimit, SENDER_SHARE, senderCap, VALUE_BYTES } from "../../../ingest/budget";
 import { jsonShape } from "../../../ingest/validate";
 
 test("leases grow as bytes arrive and share one budget with the producer's held bytes; a release frees exactly once", () => {
   let producer = 0;
   const budget = new InflightBudget(1_000, () => producer);
-  const first = budget.open(true);
-  const second = budget.open(true);
+  const first = budget.open(true, "w:a");
+  const second = budget.open(true, "w:a");
   assert.is(budget.held, 0, "an opened lease holds nothing until bytes arrive");
   assert.equal(first.grow(600), { ok: true });
   assert.equal(second.grow(500), { ok: false, reason: "busy", capacity: 1_000 }, "600 + 500 is over 1,000");
@@ -28,9 +28,9 @@ test("leases grow as bytes arrive and share one budget with the producer's held 
 
 test("one request can never pass the whole budget (413), or the unkeyed share while its key is unchecked", () => {
   const budget = new InflightBudget(1_000, () => 0);
-  const keyed = budget.open(true);
+  const keyed = budget.open(true, "w:a");
   assert.equal(keyed.grow(1_001), { ok: false, reason: "never", capacity: 1_000 });
-  const unkeyed = budget.open(false);
+  const unkeyed = budget.open(false, "ip:b");
   assert.equal(unkeyed.grow(400), { ok: true });
   assert.equal(unkeyed.grow(101), { ok: false, reason: "never", capacity: 500 }, "half the budget at most");
   unkeyed.markKeyed();
@@ -39,7 +39,7 @@ test("one request can never pass the whole budget (413), or the unkeyed share wh
 
 test("requests without a checked key hold half the budget together; keyed requests keep the rest", () => {
   const budget = new InflightBudget(1_000, () => 0);
-  const unkeyed = Array.from({ length: 10 }, () => budget.open(false));
+  const unkeyed = Array.from({ length: 10 }, () => budget.open(false, "ip:b"));
   const granted = unkeyed.map((lease) => lease.grow(100).ok);
   assert.equal(
     granted.map((ok) => (ok ? 1 : 0)),
@@ -48,7 +48,7 @@ test("requests without a checked key hold half the budget together; keyed reques
   );
   assert.is(budget.heldUnkeyed, 500);
   assert.equal(unkeyed[5]!.grow(100), { ok: false, reason: "busy", capacity: 500 });
-  const keyed = budget.open(true);
+  const keyed = budget.open(true, "w:a");
   assert.equal(keyed.grow(500), { ok: true }, "a keyed request still gets the other half");
   // A request whose key was in its body moves out of the unkeyed share once checked.
   unkeyed[0]!.markKeyed();
@@ -62,6 +62,52 @@ test("requests without a checked key hold half the budget together; keyed reques
   for (const lease of unkeyed) lease.release();
   assert.is(budget.held, 0);
   assert.is(budget.heldUnkeyed, 0);
+});
+
+test("one sender's bodies still arriving hold at most its cap together; other senders keep the rest of the budget", () => {
+  const budget = new InflightBudget(1_000, () => 0, 300);
+  // Stalled bodies of one workspace (its public key in a header): the fourth 100 bytes is refused.
+  const stalled = Array.from({ length: 4 }, () => budget.open(true, "w:attacker"));
+  assert.equal(
+    stalled.map((lease) => lease.grow(100).ok),
+    [true, true, true, false],
+  );
+  assert.equal(stalled[3]!.grow(100), { ok: false, reason: "busy", capacity: 1_000 }, "503: the sender's cap, not 413");
+  assert.is(budget.arrivingOf("w:attacker"), 300);
+  const other = budget.open(true, "w:victim");
+  assert.equal(other.grow(300), { ok: true }, "another workspace still gets its own");
+  assert.equal(other.grow(1), { ok: false, reason: "busy", capacity: 1_000 }, "and is held to the same cap");
+  // An arrived body leaves its sender's cap (its bytes stay in the budget until the answer).
+  stalled[0]!.markArrived();
+  stalled[0]!.markArrived();
+  assert.is(budget.arrivingOf("w:attacker"), 200);
+  assert.is(budget.held, 600);
+  assert.equal(stalled[0]!.grow(100), { ok: true }, "the parsed-size charge after arrival is not the sender's");
+  assert.is(budget.arrivingOf("w:attacker"), 200);
+  assert.equal(stalled[3]!.grow(100), { ok: true }, "the arrived body's room is the sender's again");
+  assert.equal(stalled[1]!.grow(1), { ok: false, reason: "busy", capacity: 1_000 });
+  assert.is(budget.held, 800);
+  other.release();
+  for (const lease of stalled) lease.release();
+  assert.is(budget.arrivingOf("w:attacker"), 0);
+  assert.is(budget.senders, 0, "a sender with nothing arriving is forgotten");
+  assert.is(budget.held, 0);
+  // Unkeyed senders by address: one address's cap leaves room for another's.
+  const a = budget.open(false, "ip:10.0.0.1");
+  const b = budget.open(false, "ip:10.0.0.2");
+  assert.equal(a.grow(300), { ok: true });
+  assert.equal(a.grow(1), { ok: false, reason: "busy", capacity: 500 });
+  assert.equal(b.grow(200), { ok: true });
+  a.release();
+  b.release();
+  assert.is(budget.senders, 0);
+});
+
+test("senderCap: an eighth of the budget, room for two whole compressed bodies, never over the budget", () => {
+  const MiB = 1024 * 1024;
+  assert.is(senderCap(32 * MiB, 512_000), Math.floor(32 * MiB * SENDER_SHARE), "4 MiB of the default 32 MiB");
+  assert.is(senderCap(4 * MiB, 512_000), 2_048_000, "four bodies' worth when an eighth is less");
+  assert.is(senderCap(1_000_000, 512_000), 1_000_000, "never more than the budget");
 });
 
 test("the parsed-size estimate charges objects and arrays: 500 KB of {} costs about 28x, typical events about 4x", () => {
