@@ -220,6 +220,12 @@ export interface DeletionTarget {
   keys?: string;
   /** The mutation: `ALTER TABLE <storage> [ON CLUSTER <cluster>] DELETE WHERE <where>`. */
   mutation: string;
+  /**
+   * True where rows stored after the request can match too (`users` and `identities` have no
+   * receive time: a user's new events rebuild their row): a count after the mutation then tells
+   * nothing unless the user is suppressed, so no new event of theirs is stored.
+   */
+  unbounded: boolean;
 }
 
 /**
@@ -256,7 +262,7 @@ function packed(ids: readonly string[], cost: (id: string) => number): string[][
  * linked ids (never another user's identified rows, whatever ids were linked); the user's `users`
  * and `identities` rows (by userId only); refused items whose text begins with the userId, or,
  * without a non-empty userId first, naming it as userId or an id as anonymousId or previousId
- * (schemas/privacy/refused.ts: what else that deletes). The linked ids are spread
+ * (schemas/privacy/refused.ts: what else that deletes), received up to `before`. The linked ids are spread
  * over statements of at most DELETION_IDS_BYTES of id text and IDS_PER_DELETION ids each, so any
  * number of them, of any characters, can be deleted.
  * Events received after the request stay unless the user is suppressed. On a `cluster` the counts
@@ -288,7 +294,7 @@ export function deletionTargets(
     [IDENTITIES_TABLE, `${w} AND user_id = ${u}`],
     ...rejectedChunks.map((ids, i): [string, string] => [
       REJECTED_TABLE,
-      `${w} AND (${i === 0 ? `${ownRefused(userId)} OR ` : ""}${anonymousRefused(ids)})`,
+      `${w} AND (${i === 0 ? `${ownRefused(userId)} OR ` : ""}${anonymousRefused(ids)}) AND ${received}`,
     ]),
   ];
   return targets.map(([name, where]) => {
@@ -301,6 +307,7 @@ export function deletionTargets(
       count: `SELECT count() AS n ${from}`,
       ...(name === REJECTED_TABLE ? { keys: `SELECT rejection_id AS id ${from}` } : {}),
       mutation: `ALTER TABLE ${quoteIdent(database)}.${quoteIdent(storage)}${onCluster(cluster)} DELETE WHERE ${where}`,
+      unbounded: name === USERS_TABLE || name === IDENTITIES_TABLE,
     };
   });
 }

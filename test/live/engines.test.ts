@@ -23,7 +23,7 @@ import { quoteString, type Dialect } from "../../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
 import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/list";
-import { auditInsert, deleteRows } from "../../deploy/commands/privacy";
+import { auditInsert, deleteRows, RowsRemainError } from "../../deploy/commands/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
 import { buildRejected } from "../../ingest/rejected";
 import { decodeRejected } from "../../sink/decode";
@@ -272,6 +272,55 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.users WHERE user_id = 'mallory'`), 0);
   });
 
+  s("a deletion finishes while the user keeps sending: what came before the request goes, what came after stays", async () => {
+    const d = db("busy");
+    await migrate(engine.sql, scratch(d));
+    const before = "2026-11-24T10:00:00.000Z";
+    const insert = engine.insertLines(`\`${d}\`.events`);
+    await insert([
+      eventLine({ type: "identify", messageId: "old1", userId: "alice", anonymousId: "alice-dev", traits: { plan: "free" } }, before),
+      eventLine({ type: "track", messageId: "old2", userId: "alice", event: "E" }, before),
+    ]);
+    const refused = (id: string, at: string) =>
+      engine.sql.command(`INSERT INTO \`${d}\`.rejected_messages (workspace_id, received_at, rejection_id, message_id, type, reasons, raw)
+SELECT 'ws1', toDateTime(${quoteString(at.slice(0, 19).replace("T", " "))}), ${quoteString(id)}, ${quoteString(id)}, 'track', ['event: string'], ${quoteString(JSON.stringify({ type: "track", messageId: id, properties: { userId: "alice" } }))}`);
+    await refused("old-refused", before);
+    // As a running sink would: after each statement of the deletion, one more of alice's events
+    // and a refused item naming her in its data (any writeKey holder can send one), received
+    // after the request.
+    const after = "2026-11-24T11:00:00.000Z";
+    let sent = 0;
+    const busy: Sql = {
+      ...engine.sql,
+      command: async (query) => {
+        await engine.sql.command(query);
+        if (!/ DELETE WHERE /.test(query)) return;
+        sent += 1;
+        await insert([eventLine({ type: "identify", messageId: `new${sent}`, userId: "alice", traits: { plan: "pro" } }, after)]);
+        await refused(`new-refused${sent}`, after);
+      },
+    };
+    const targets = deletionTargets(d, "events", "ws1", "alice", ["alice-dev"], Date.parse(before) / 1000 + 60);
+    const removed = await deleteRows(busy, d, targets, 60_000, undefined, false);
+    assert.ok(sent > 0);
+    assert.equal(
+      targets.map((t, i) => `${t.table} ${removed[i]}`),
+      ["events 2", "users 1", "identities 1", "rejected_messages 1"],
+    );
+    const ids = await engine.sql.rows<{ message_id: string }>(`SELECT message_id FROM \`${d}\`.events FINAL ORDER BY message_id`);
+    assert.ok(
+      ids.every((r) => r.message_id.startsWith("new")),
+      `only what came after the request: ${ids.map((r) => r.message_id).join(", ")}`,
+    );
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.rejected_messages WHERE message_id = 'old-refused'`), 0);
+    assert.ok((await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.rejected_messages`)) > 0, "the later refused items stay");
+    // A suppressed user's new events are never stored: a users row still there after the rounds is an error.
+    const again = deletionTargets(d, "events", "ws1", "alice", [], Date.parse(after) / 1000 - 60);
+    const error = await deleteRows(busy, d, again, 60_000, undefined, true).catch((e: unknown) => e);
+    assert.instance(error, RowsRemainError);
+    assert.equal((error as RowsRemainError).tables, ["users"]);
+  });
+
   s(
     "refused items: a deletion takes the user's own (userId first, or without one a linked id anywhere, old texts too), not bob's naming her",
     async () => {
@@ -343,7 +392,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     const alias = JSON.stringify({ type: "alias", previousId: controls.at(-1), anonymousId: uuids[0] });
     await engine.sql
       .command(`INSERT INTO \`${d}\`.rejected_messages (workspace_id, received_at, rejection_id, message_id, type, reasons, raw)
-SELECT 'ws1', now(), 'both', '', 'alias', ['userId: expected string'], ${quoteString(alias)}`);
+SELECT 'ws1', toDateTime('2026-11-24 10:00:00'), 'both', '', 'alias', ['userId: expected string'], ${quoteString(alias)}`);
     const targets = deletionTargets(d, "events", "ws1", "nobody", [...uuids, ...controls], Date.parse(at) / 1000 + 60);
     const statements = (table: string) => targets.filter((t) => t.table === table);
     // 2,801 ids in 2 statements on events (15 of 200 ids before), the refused-items ones by bytes.

@@ -1,7 +1,7 @@
 /**
  * Which refused items a deletion removes (schemas/privacy/refused.ts through deletionTargets): the
  * generated WHERE is read by a small evaluator of the few SQL forms it uses (string literals with
- * quoteString's escapes, startsWith, position, =, NOT, AND, OR) over texts the ingest's own
+ * quoteString's escapes, startsWith, position, =, NOT, AND, OR, received_at <= toDateTime(N)) over texts the ingest's own
  * buildRejected writes, and over texts as earlier releases stored them (the item as sent). The
  * same rows on ClickHouse 18.16 and current ClickHouse: test/live/engines.test.ts.
  */
@@ -11,14 +11,14 @@ import { buildRejected } from "../../../../ingest/rejected";
 import { deletionTargets } from "../../../../schemas/privacy/list";
 import { ownRefused } from "../../../../schemas/privacy/refused";
 
-type Row = { workspace_id: string; raw: string };
+type Row = { workspace_id: string; raw: string; received_at?: number };
 
 const UNESCAPE: Record<string, string> = { "\\": "\\", "'": "'", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t", "0": "\0" };
 
 /** `where` of a refused-item target, evaluated for a row; throws on any SQL form it does not know. */
 function evaluate(where: string, row: Row): boolean {
   const tokens: string[] = [];
-  const token = / *('(?:[^'\\]|\\.)*'|[A-Za-z_]+|\d+|[(),=>])/sy;
+  const token = / *('(?:[^'\\]|\\.)*'|[A-Za-z_]+|\d+|[(),=<>])/sy;
   let end = 0;
   for (let m; (m = token.exec(where)) !== null; end = token.lastIndex) tokens.push(m[1]!);
   assert.is(where.slice(end), "", "every character read");
@@ -53,6 +53,12 @@ function evaluate(where: string, row: Row): boolean {
       expect("0");
       return found;
     }
+    if (t === "received_at") {
+      for (const part of ["<", "=", "toDateTime", "("]) expect(part);
+      const seconds = Number(next());
+      expect(")");
+      return (row.received_at ?? RECEIVED) <= seconds;
+    }
     assert.ok(t === "raw" || t === "workspace_id", t);
     expect("=");
     return row[t as keyof Row] === text();
@@ -82,10 +88,14 @@ const rawOf = (item: object, old = false) =>
         ) as Row
       ).raw;
 
+/** When the test's items were received (seconds), and when the deletion was requested. */
+const RECEIVED = 1_700_000_000;
+const REQUESTED = 1_800_000_000;
+
 /** Whether deleting `userId` (with `linked`) removes the item from workspace w. */
-function deletes(userId: string, linked: string[], raw: string, workspace = "w"): boolean {
-  const targets = deletionTargets("db", "events", "w", userId, linked, 1_800_000_000).filter((t) => t.table === "rejected_messages");
-  return targets.some((t) => evaluate(t.where, { workspace_id: workspace, raw }));
+function deletes(userId: string, linked: string[], raw: string, workspace = "w", receivedAt = RECEIVED): boolean {
+  const targets = deletionTargets("db", "events", "w", userId, linked, REQUESTED).filter((t) => t.table === "rejected_messages");
+  return targets.some((t) => evaluate(t.where, { workspace_id: workspace, raw, received_at: receivedAt }));
 }
 
 const linked = ["anon-alice", "prev-alice"];
@@ -103,6 +113,9 @@ test("a deletion removes the user's refused items: by the userId the text begins
   ];
   for (const item of own) assert.ok(deletes("alice", linked, rawOf(item)), JSON.stringify(item).slice(0, 80));
   assert.not.ok(deletes("alice", linked, rawOf(own[0]!), "w2"), "another workspace's alice");
+  // Received after the request: kept, as her events are (unless she is suppressed, then never stored).
+  assert.ok(deletes("alice", linked, rawOf(own[0]!), "w", REQUESTED), "received in the request's second");
+  for (const item of own) assert.not.ok(deletes("alice", linked, rawOf(item), "w", REQUESTED + 1), JSON.stringify(item).slice(0, 80));
 });
 
 test("bob's identified item is never alice's: not by a nested userId, nor by alice's linked ids as his anonymousId or in his data", () => {
