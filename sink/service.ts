@@ -33,7 +33,7 @@ import { clientSql, createClickHouse, serverPartitionsPerInsert } from "../schem
 import { startMaintenance } from "./maintenance";
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
-import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns } from "./writer";
+import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns, serverInsertSettings } from "./writer";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
@@ -85,6 +85,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       throw new Error(`${ch.database}.${table} lacks column(s) ${missing.join(", ")}: run npm run setup (the migration) first`);
   }
   const maxPartitions = await serverPartitionsPerInsert(clientSql(client));
+  const insertSettings = await serverInsertSettings(clientSql(client));
   await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
   // Users deleted or suppressed: read whole before the first fetch, then followed.
   const privacy = new PrivacyList();
@@ -127,7 +128,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
         const ids = rowIds(line);
         return ids !== undefined && privacy.drops(ids.workspaceId, ids.userId, ids.anonymousId, () => rowReceivedAt(line));
       },
-      insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS), config.crashAt),
+      insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS, insertSettings), config.crashAt),
       chunk: (items) => partitionChunks(items, eventLineMonth, maxPartitions),
       probe: clickhouseProbe(client, eventsTable),
       sendDeadLetters: deadLettersOf(config.kafka.topic),
@@ -138,7 +139,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       topic: config.kafka.rejectedTopic,
       decode: decodeRejected,
       drops: (row) => privacy.size > 0 && privacy.drops(row.workspace_id, ...rawIds(row.raw), () => Date.parse(row.received_at)),
-      insert: clickhouseInsert<RejectedRow>(client, rejectedTable),
+      insert: clickhouseInsert<RejectedRow>(client, rejectedTable, insertSettings),
       probe: clickhouseProbe(client, rejectedTable),
       sendDeadLetters: deadLettersOf(config.kafka.rejectedTopic),
     }),

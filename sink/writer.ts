@@ -11,6 +11,7 @@ import { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { columnsQuery } from "../schemas/clickhouse/sql";
 import type { EventRow } from "../schemas/row";
+import type { Sql } from "../schemas/clickhouse/client";
 import type { BatchItem, DeadLetter } from "./batch";
 
 /**
@@ -29,15 +30,44 @@ function notStopped(signal: AbortSignal | undefined): { abort_signal?: AbortSign
   return signal === undefined ? {} : { abort_signal: signal };
 }
 
-/** An insert function bound to a client and table (JSONEachRow, ISO times parsed best-effort). */
-export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table: string): InsertRows<Row> {
+/**
+ * Reads which of the settings INSERT_SETTINGS pins the server has: `SELECT name FROM
+ * system.settings WHERE name IN (...)`, one row per setting it knows.
+ */
+export const INSERT_SETTINGS_QUERY = "SELECT name FROM system.settings WHERE name IN ('async_insert')";
+
+/**
+ * Settings every sink INSERT carries, by what the server knows (the rows of INSERT_SETTINGS_QUERY):
+ * `async_insert` 0 where it exists (ClickHouse 21.11 on), so a user profile's `async_insert=1,
+ * wait_for_async_insert=0` cannot acknowledge an insert before its rows are parsed (the sink would
+ * commit offsets for rows ClickHouse later refuses, and bisect none of them to the DLQ). Nothing
+ * on 18.16, which would refuse the unknown setting.
+ */
+export function insertSettings(known: readonly string[]): { async_insert?: 0 } {
+  return known.includes("async_insert") ? { async_insert: 0 } : {};
+}
+
+/** insertSettings of the server `sql` reaches. */
+export async function serverInsertSettings(sql: Sql): Promise<{ async_insert?: 0 }> {
+  return insertSettings((await sql.rows<{ name: string }>(INSERT_SETTINGS_QUERY)).map((r) => r.name));
+}
+
+/**
+ * An insert function bound to a client and table (JSONEachRow, ISO times parsed best-effort);
+ * `settings`: the server's insertSettings.
+ */
+export function clickhouseInsert<Row = EventRow>(
+  client: ClickHouseClient,
+  table: string,
+  settings: { async_insert?: 0 } = {},
+): InsertRows<Row> {
   return async (rows, signal) => {
     await client.insert({
       ...notStopped(signal),
       table,
       values: rows,
       format: "JSONEachRow",
-      clickhouse_settings: { date_time_input_format: "best_effort" },
+      clickhouse_settings: { date_time_input_format: "best_effort", ...settings },
     });
   };
 }
@@ -50,7 +80,12 @@ export function clickhouseInsert<Row = EventRow>(client: ClickHouseClient, table
  * naming no column is refused (input_format_skip_unknown_fields=0). Throws ClickHouse's error
  * (sorted by classifyInsertError) or the connection's.
  */
-export function clickhouseInsertLines(client: ClickHouseClient, table: string, columns: readonly string[]): InsertRows<Buffer> {
+export function clickhouseInsertLines(
+  client: ClickHouseClient,
+  table: string,
+  columns: readonly string[],
+  settings: { async_insert?: 0 } = {},
+): InsertRows<Buffer> {
   const query = `INSERT INTO ${table} (${columns.join(", ")}) FORMAT JSONEachRow`;
   return async (lines, signal) => {
     const result = await client.exec({
@@ -58,7 +93,7 @@ export function clickhouseInsertLines(client: ClickHouseClient, table: string, c
       query,
       values: Readable.from([joinLines(lines)]),
       // A key that names no column is refused (117, data), not skipped: 18.16's default, not current ClickHouse's.
-      clickhouse_settings: { date_time_input_format: "best_effort", input_format_skip_unknown_fields: 0 },
+      clickhouse_settings: { date_time_input_format: "best_effort", input_format_skip_unknown_fields: 0, ...settings },
     });
     result.stream.resume();
     await finished(result.stream);

@@ -155,8 +155,13 @@ export function quoteIdent(name: string): string {
  * Settings for every ClickHouse client of a cluster: an INSERT into a Distributed table then
  * returns only once every shard's replica stored its rows (`insert_distributed_sync`; without it
  * the rows wait in a queue on the server the insert reached), so the sink commits offsets only
- * for rows every shard holds. Nothing on one server.
+ * for rows every shard holds. And `insert_deduplicate` off: a Replicated table skips a block it
+ * has stored before, materialized views included, so a retried insert whose first try stored
+ * events_local but failed in a view (users, identities, catalog_shapes: a read-only replica, too
+ * many parts) would never feed that view; without it the retry writes again, as on one server,
+ * and FINAL and the views' idempotent aggregates (argMax, min, max, uniq) take the repeat.
+ * Nothing on one server.
  */
-export function clusterSettings(cluster?: string): { insert_distributed_sync?: 1 } {
-  return cluster === undefined ? {} : { insert_distributed_sync: 1 };
+export function clusterSettings(cluster?: string): { insert_distributed_sync?: 1; insert_deduplicate?: 0 } {
+  return cluster === undefined ? {} : { insert_distributed_sync: 1, insert_deduplicate: 0 };
 }

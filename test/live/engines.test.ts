@@ -38,6 +38,7 @@ import {
   clickhouseInsertLines,
   clickhouseProbe,
   joinLines,
+  serverInsertSettings,
   PROBE_BODY,
   probeQuery,
   type InsertRows,
@@ -370,6 +371,16 @@ SELECT 'ws1', toDateTime(${quoteString(at.slice(0, 19).replace("T", " "))}), ${q
     },
   );
 
+  s("the sink's insert settings: async_insert pinned off where the engine has it, nothing 18.16 would refuse", async () => {
+    const settings = await serverInsertSettings(engine.sql);
+    assert.equal(settings, engine.dialect === "current" ? { async_insert: 0 } : {});
+    // Every insert of this suite carried them (insertLines): a flush lands with them.
+    const d = db("settings");
+    await migrate(engine.sql, scratch(d));
+    await engine.insertLines(`\`${d}\`.events`)(lines([monthTime(600)]));
+    assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.events`), 1);
+  });
+
   s("a string literal of quoteString reads back as the same text: backslashes, quotes, escaped control characters", async () => {
     const text = "a\nb\r\tc\b\f\u00001 \\ 'q' \u0001 é \\n";
     const [row] = await engine.sql.rows<{ t: string }>(`SELECT ${quoteString(text)} AS t`);
@@ -662,10 +673,12 @@ engineSuite(
   async () => {
     const c = clickhouseConfig(process.env as Record<string, string>);
     client = createClient({ url: c.url, username: c.username, password: c.password });
+    // The sink's own insert settings, as it reads them from this server.
+    const settings = await serverInsertSettings(clientSql(client));
     return {
       dialect: "legacy",
       sql: clientSql(client),
-      insertLines: (table) => clickhouseInsertLines(client, table, EVENT_ROW_COLUMNS),
+      insertLines: (table) => clickhouseInsertLines(client, table, EVENT_ROW_COLUMNS, settings),
       probe: (table) => clickhouseProbe(client, table, EVENT_ROW_COLUMNS),
     };
   },
@@ -686,12 +699,14 @@ engineSuite(
       command: (query) => chdb.command(/^ALTER TABLE .* DELETE WHERE /s.test(query) ? `${query} SETTINGS mutations_sync = 0` : query),
       rows: (query) => chdb.rows(query),
     };
+    // The sink's own insert settings, as it reads them from this engine, in the INSERT's SETTINGS.
+    const pinned = Object.entries(await serverInsertSettings(sql)).map(([name, value]) => `, ${name} = ${value}`);
     return {
       dialect: "current",
       sql,
       insertLines: (table) => async (rows) =>
         chdb.command(
-          `INSERT INTO ${table} (${EVENT_ROW_COLUMNS.join(", ")}) SETTINGS date_time_input_format = 'best_effort' FORMAT JSONEachRow\n${joinLines(rows).toString()}`,
+          `INSERT INTO ${table} (${EVENT_ROW_COLUMNS.join(", ")}) SETTINGS date_time_input_format = 'best_effort'${pinned.join("")} FORMAT JSONEachRow\n${joinLines(rows).toString()}`,
         ),
       probe: (table) => () => chdb.command(`${probeQuery(table, EVENT_ROW_COLUMNS)}\n${PROBE_BODY}`),
     };

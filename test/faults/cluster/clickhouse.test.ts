@@ -13,6 +13,8 @@ import { basic, stopService, waitFor } from "../../support/harness";
 import { sleep, verdict } from "../node/scenarios";
 import { Traffic } from "../node/traffic";
 import { CLUSTER_DIR, clusterSh, clusterStack } from "./cluster";
+import { messageRow } from "../../../schemas/row";
+import type { Message } from "../../../schemas/messages";
 
 const stack = clusterStack();
 const cluster = suite("ClickHouse cluster (2 shards x 2 replicas)");
@@ -166,5 +168,48 @@ cluster("the same messages sent to two ingest processes land once", async () => 
     await stopService(second);
   }
 });
+
+cluster(
+  "a retried insert is written again, as on one server (insert_deduplicate off): twice in events_local, once under FINAL",
+  async () => {
+    // A Replicated table skips a block it stored before, and the materialized views with it: a retry
+    // after a view failed would never feed users, identities or catalog_shapes (clusterSettings).
+    const userId = `cl-retry-${stack.id}`;
+    const at = "2026-11-27T10:00:00.000Z";
+    const rows = Array.from({ length: 50 }, (_, i) =>
+      messageRow({ type: "track", event: "Retried", userId, messageId: `retry-${stack.id}-${i}` } as Message, {
+        workspaceId: "ws-test",
+        receivedAt: at,
+        sentAt: null,
+        originalTimestamp: at,
+        timestamp: at,
+        context: undefined,
+      }),
+    );
+    for (let attempt = 0; attempt < 2; attempt++)
+      await stack.ch.insert({
+        table: "events",
+        values: rows,
+        format: "JSONEachRow",
+        clickhouse_settings: { date_time_input_format: "best_effort" },
+      });
+    const raw = (n: number) => scalar(n, `SELECT count() FROM ${stack.database}.events_local WHERE user_id = '${userId}'`);
+    // Each shard's two replicas agree once the fetches are done; the total is one replica per shard.
+    const total = await waitFor(
+      "every replica fetched the parts",
+      async () => {
+        const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map(raw));
+        return a === b && c === d && a! + c! === 100 ? a! + c! : undefined;
+      },
+      30_000,
+    );
+    assert.is(total, 100, "both attempts stored");
+    const final = await scalar(1, `SELECT count() FROM ${stack.database}.events FINAL WHERE user_id = '${userId}'`);
+    assert.is(final, 50, "collapsed under FINAL");
+    const seen = await scalar(1, `SELECT uniqMerge(events) FROM ${stack.database}.users WHERE user_id = '${userId}'`);
+    assert.is(seen, 50, "the users view fed, its count idempotent");
+    console.log(`  retried insert: events_local ${total} rows over the shards, ${final} under FINAL, users.events ${seen}`);
+  },
+);
 
 cluster.run();

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { join } from "node:path";
-import { Enricher, NO_ENRICHMENT, anonymizeIp, defaultCountryDbPath, openCountryDb } from "../../../ingest/enrich";
+import { Enricher, NO_ENRICHMENT, anonymizeIp, defaultCountryDbPath, openCountryDb, parsedAgentText } from "../../../ingest/enrich";
 import { buildRecords, type ContextPolicy, type Receipt } from "../../../ingest/envelope";
 import { buildRejected } from "../../../ingest/rejected";
 import type { EventRow } from "../../../schemas/row";
@@ -66,6 +66,19 @@ test("missing, garbage and hostile values give the defaults, never an error", ()
   assert.is(garbage.device_type, "bot");
   assert.is(enricher.country("not an address"), "");
   assert.is(enricher.country("10.0.0.1"), ""); // not in the database
+});
+
+test("padded user agents are parsed with their runs cut to 8 and at most 350 characters; a real agent reads the same", () => {
+  const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+  assert.is(parsedAgentText(chrome), chrome, "nothing of a real agent changes");
+  assert.is(parsedAgentText("x" + " ".repeat(500) + "y"), "x" + " ".repeat(8) + "y");
+  assert.is(parsedAgentText("a".repeat(9)), "a".repeat(8));
+  assert.is(parsedAgentText("a".repeat(8)), "a".repeat(8));
+  assert.is(parsedAgentText("a; ".repeat(200)).length, 350);
+  // Padded inside, it still reads as Chrome on Windows; the stored context keeps the agent as sent.
+  const padded = chrome.replace("(Windows", `(${" ".repeat(300)}Windows`);
+  const facts = new Enricher(undefined).agent(padded);
+  assert.equal([facts.browser, facts.os, facts.device_type, facts.is_bot], ["Chrome", "Windows", "desktop", 0]);
 });
 
 test("a parsed user agent is cached, and the cache is bounded", () => {

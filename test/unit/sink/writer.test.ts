@@ -3,7 +3,15 @@ import * as assert from "uvu/assert";
 import type { BatchItem } from "../../../sink/batch";
 import { createClient, type ClickHouseClient } from "@clickhouse/client";
 import { Readable } from "node:stream";
-import { classifyInsertError, clickhouseInsertLines, clickhouseProbe, insertOrBisect, isDataError } from "../../../sink/writer";
+import {
+  classifyInsertError,
+  clickhouseInsert,
+  clickhouseInsertLines,
+  clickhouseProbe,
+  insertOrBisect,
+  insertSettings,
+  isDataError,
+} from "../../../sink/writer";
 import type { EventRow } from "../../../schemas/row";
 
 const items = (ids: string[]): BatchItem<EventRow>[] =>
@@ -173,6 +181,27 @@ test("the sink's inserts refuse a key that names no column (current ClickHouse w
   } as unknown as ClickHouseClient;
   await clickhouseInsertLines(client, "events", ["message_id"])([Buffer.from('{"message_id":"m"}')]);
   assert.is(sent[0]?.input_format_skip_unknown_fields, 0);
+});
+
+test("insertSettings: async_insert 0 where the server knows it (a profile's async_insert=1 would answer before parsing), else nothing", async () => {
+  assert.equal(insertSettings(["async_insert"]), { async_insert: 0 });
+  assert.equal(insertSettings([]), {}, "18.16 refuses a setting it does not know");
+  // Both of the sink's inserts carry them.
+  const sent: Record<string, unknown>[] = [];
+  const client = {
+    exec: async (params: { clickhouse_settings?: Record<string, unknown> }) => {
+      sent.push(params.clickhouse_settings ?? {});
+      return { stream: Readable.from([]) };
+    },
+    insert: async (params: { clickhouse_settings?: Record<string, unknown> }) => void sent.push(params.clickhouse_settings ?? {}),
+  } as unknown as ClickHouseClient;
+  const settings = insertSettings(["async_insert"]);
+  await clickhouseInsertLines(client, "events", ["message_id"], settings)([Buffer.from('{"message_id":"m"}')]);
+  await clickhouseInsert(client, "rejected_messages", settings)([]);
+  assert.equal(
+    sent.map((s) => s.async_insert),
+    [0, 0],
+  );
 });
 
 test.run();
