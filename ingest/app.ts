@@ -32,6 +32,9 @@ import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
 import { issuesOf } from "./validate";
+import type { Limits } from "./limits";
+
+export type { Limits } from "./limits";
 
 /** What the app needs from the rest of the service. */
 export interface AppDeps {
@@ -83,25 +86,6 @@ export interface AppDeps {
   log: Logger;
   /** Enrichment and IP_ANONYMIZE (ingest/enrich.ts); absent: neither. */
   contextPolicy?: ContextPolicy;
-}
-
-/** Request limits; defaults are Segment's. */
-export interface Limits {
-  /** Body bytes after decompression (Segment: 500 KB). */
-  maxRequestBytes: number;
-  /** Bytes of one stored message (Segment: 32 KB). */
-  maxMessageBytes: number;
-  /** Messages in one batch (Segment: 2,500). */
-  maxBatchMessages: number;
-  /** Nesting of arrays and objects. */
-  maxJsonDepth: number;
-  /**
-   * Bytes of one Kafka record (schemas/kafka/limits.ts recordBytes: key + value + overhead): the
-   * producer's send limit (the smaller of KAFKA_MAX_MESSAGE_BYTES and both topics'
-   * max.message.bytes, read at start) less the batch slack (recordLimit). A message whose record
-   * is bigger is answered 413 message_too_large; a refused item's raw text is cut to fit.
-   */
-  maxRecordBytes: number;
 }
 
 /**
@@ -224,13 +208,16 @@ export function createApp(deps: AppDeps): Koa {
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
       const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
-      const { records, refusals, listedShapes } = toRecords(kept, receipt, limits, policy);
+      const { records, refusals, listedShapes, oversized } = toRecords(kept, receipt, limits, policy);
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
       policy.shapes?.markDelivered(listedShapes);
       deps.metrics.messagesRejected.inc(refusals.length);
-      // 400 only when no item was valid: a suppressed user's valid messages are accepted (and not stored).
-      if (sorted.value.messages.length === 0) throw invalidBody(issuesOf(sorted.value.rejected));
+      // 413 or 400 only when no item was accepted: a suppressed user's valid messages are (and are not stored).
+      if (sorted.value.messages.length === oversized.length) {
+        if (oversized.length > 0) throw oversized[0]!;
+        throw invalidBody(issuesOf(sorted.value.rejected));
+      }
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = route.successBody;

@@ -31,7 +31,7 @@ import {
 import { jsonShape } from "./validate";
 import { parsedBytes, parsedLimit } from "./budget";
 import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
-import type { Limits } from "./app";
+import type { Limits } from "./limits";
 
 /** How one body is read. */
 export interface BodyOptions {

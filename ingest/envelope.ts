@@ -57,13 +57,24 @@ export interface ContextPolicy {
 export const PLAIN_CONTEXT: ContextPolicy = { anonymizeIp: false };
 
 /**
- * The records, or the first message over a size limit: `bytes` of it measured as `over` counts
- * them (`message`: its row's values unescaped; `record`: its Kafka record, recordBytes), `limit`
- * the bound it passed.
+ * A message over a size limit: its position in the messages given, `bytes` of it measured as
+ * `over` counts them (`message`: its row's values unescaped; `record`: its Kafka record,
+ * recordBytes), `limit` the bound it passed.
  */
-export type BuildResult =
-  | { ok: true; records: EventRecord[]; /** shapes whose key list these records carry (ingest/catalog.ts) */ listedShapes: Set<string> }
-  | { ok: false; index: number; bytes: number; limit: number; over: "message" | "record" };
+export interface Oversized {
+  index: number;
+  bytes: number;
+  limit: number;
+  over: "message" | "record";
+}
+
+/** The records of the messages within the limits, and those over them (no record built). */
+export interface BuildResult {
+  records: EventRecord[];
+  /** Shapes whose key list these records carry (ingest/catalog.ts). */
+  listedShapes: Set<string>;
+  oversized: Oversized[];
+}
 
 /**
  * Builds one record per message, in order: key = messageId, value = the message's events row as
@@ -73,7 +84,8 @@ export type BuildResult =
  * `maxMessageBytes`. Its record, whose line escapes quotes and backslashes again (2x) and control
  * characters (up to 6x), is also at most `maxRecordBytes` as schemas/kafka/limits.ts recordBytes
  * counts it (key + value + overhead): a record over the producer's limit would be refused by the
- * broker on every retry.
+ * broker on every retry. A message over either limit gets no record and is listed in `oversized`
+ * (its caller refuses it as an item, the others go on).
  */
 export function buildRecords(
   messages: readonly Message[],
@@ -85,24 +97,33 @@ export function buildRecords(
 ): BuildResult {
   const records: EventRecord[] = [];
   const listedShapes = new Set<string>();
+  const oversized: Oversized[] = [];
   // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
   const measureOver = Math.floor(maxMessageBytes / 3);
   const recordMeasureOver = Math.floor((maxRecordBytes - RECORD_OVERHEAD_BYTES) / 3);
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
+    const listedBefore = listedShapes.size;
     const row = messageRow(message, stamp(message, defaults, receipt, policy, listedShapes));
     const record: EventRecord = { key: message.messageId, value: JSON.stringify(row) };
+    let over: Oversized | undefined;
     if (record.value.length > measureOver) {
       const bytes = rowBytes(row);
-      if (bytes > maxMessageBytes) return { ok: false, index, bytes, limit: maxMessageBytes, over: "message" };
+      if (bytes > maxMessageBytes) over = { index, bytes, limit: maxMessageBytes, over: "message" };
     }
-    if (record.value.length + record.key.length > recordMeasureOver) {
+    if (over === undefined && record.value.length + record.key.length > recordMeasureOver) {
       const bytes = recordBytes(record);
-      if (bytes > maxRecordBytes) return { ok: false, index, bytes, limit: maxRecordBytes, over: "record" };
+      if (bytes > maxRecordBytes) over = { index, bytes, limit: maxRecordBytes, over: "record" };
     }
-    records.push(record);
+    if (over === undefined) {
+      records.push(record);
+      continue;
+    }
+    oversized.push(over);
+    // Its shape's key list goes unsent: a later message of the shape must carry it.
+    if (listedShapes.size > listedBefore) listedShapes.delete([...listedShapes].at(-1)!);
   }
-  return { ok: true, records, listedShapes };
+  return { records, listedShapes, oversized };
 }
 
 /** UTF-8 bytes of a row's values, unescaped (its size as a message). */

@@ -8,9 +8,9 @@
 import type { EventRecord } from "../schemas/envelope";
 import type { Message, MessageType } from "../schemas/messages";
 import { type PrivacyList, itemIds } from "../schemas/privacy/list";
-import type { Limits } from "./app";
+import type { Limits } from "./limits";
 import { type BatchDefaults, type ContextPolicy, type Receipt, buildRecords } from "./envelope";
-import { messageTooLarge, sharedFieldsTooLarge, tooManyMessages } from "./errors";
+import { type HttpError, messageTooLarge, sharedFieldsTooLarge, tooManyMessages } from "./errors";
 import type { IngestMetrics } from "./metrics";
 import { buildRejected } from "./rejected";
 import { sortBatch, validateSingle, type RejectedItem, type Validation } from "./validate";
@@ -141,16 +141,29 @@ export function withoutSuppressed(sorted: Sorted, workspaceId: string, list: Pri
   return { ...sorted, messages, rejected };
 }
 
-/** The records of the accepted messages and of the refused items; 413 for a message over a limit (its size or its record's). */
+/**
+ * The records of the accepted messages and of the refused items. A message over a size limit (its
+ * own, Segment's 32 KB, or its Kafka record's) is refused as an item too, its text cut to fit
+ * (buildRejected), so it never costs the messages beside it; `oversized` lists them, with the 413
+ * the caller answers when no message is left (messageTooLarge).
+ */
 export function toRecords(
   sorted: Sorted,
   receipt: Receipt,
   limits: Limits,
   policy: ContextPolicy,
-): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string> } {
+): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string>; oversized: HttpError[] } {
   const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy, limits.maxRecordBytes);
-  if (!built.ok) throw messageTooLarge(built.index, built.bytes, built.limit, built.over);
   const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
+  for (const o of built.oversized) {
+    const message = sorted.messages[o.index]!;
+    const what =
+      o.over === "message"
+        ? `${o.bytes} bytes, over the limit of ${o.limit} bytes per message`
+        : `a Kafka record of ${o.bytes} bytes (its JSON escaped again), over the limit of ${o.limit} bytes per record`;
+    refused.push({ item: message, reasons: [`$input: ${what}`] });
+  }
   const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp, limits.maxRecordBytes);
-  return { records: built.records, refusals, listedShapes: built.listedShapes };
+  const oversized = built.oversized.map((o) => messageTooLarge(o.index, o.bytes, o.limit, o.over));
+  return { records: built.records, refusals, listedShapes: built.listedShapes, oversized };
 }

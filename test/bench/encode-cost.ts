@@ -77,7 +77,7 @@ export async function encodeCost(messages: readonly Message[], batchSize = 100, 
       const sorted = sortBatch(JSON.parse(body));
       if (!sorted.ok) throw new Error("a bench body is not a batch");
       const built = buildRecords(sorted.value.accepted, { sentAt: sorted.value.frame.sentAt }, receipt, 32 * 1024);
-      if (!built.ok || built.records.length !== sorted.value.accepted.length || sorted.value.rejected.length > 0)
+      if (built.oversized.length > 0 || built.records.length !== sorted.value.accepted.length || sorted.value.rejected.length > 0)
         throw new Error("a bench message did not become a record");
       batches.push(built.records);
     }

@@ -99,7 +99,7 @@ async function main(): Promise<void> {
 
     const receipt = { workspaceId: "ws-bench", receivedAt: new Date().toISOString() };
     const built = buildRecords(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[], {}, receipt, 32 * 1024);
-    if (!built.ok) throw new Error("corpus message over the size limit");
+    if (built.oversized.length > 0) throw new Error("corpus message over the size limit");
     const ceilingTopic = `${stack.env.KAFKA_TOPIC}-ceiling`;
     const admin = stack.kafka.admin();
     await admin.connect();

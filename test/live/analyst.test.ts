@@ -197,7 +197,7 @@ analyst("ClickHouse 18.16, live: retries collapse, users and identities, views a
 /** Rows as the sink would insert them for messages received at `receivedAt` in a batch sent at `sentAt`. */
 function toRows(messages: Message[], receivedAt: string, sentAt?: string): EventRow[] {
   const built = buildRecords(messages, sentAt === undefined ? {} : { sentAt }, { workspaceId: "ws1", receivedAt }, 32 * 1024);
-  if (!built.ok) throw new Error("dataset message too large");
+  if (built.oversized.length > 0) throw new Error("dataset message too large");
   return built.records.map((r) => {
     const d = decodeRow(Buffer.from(r.value));
     if (!d.ok) throw new Error(d.reason);

@@ -8,7 +8,7 @@ import { deflateSync, gzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { openapiDocument } from "../../ingest/openapi";
-import { answer, basic, LiveStack } from "../support/harness";
+import { answer, basic, LiveStack, waitFor } from "../support/harness";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const version: string = (require("../../../package.json") as { version: string }).version;
@@ -165,31 +165,48 @@ api(
   },
 );
 
-api("limits: a message over 32 KB -> 413, a body over 500 KB -> 413, too many messages -> 400; nothing stored", async () => {
-  const ids = [randomUUID(), randomUUID()];
-  const bigMessage = await stack.post("/v1/batch", {
-    batch: [
-      { type: "track", event: "Small", userId: "u", messageId: ids[0] },
-      { type: "track", event: "Big", userId: "u", messageId: ids[1], properties: { blob: "x".repeat(33 * 1024) } },
-    ],
-  });
-  assert.is(bigMessage.status, 413);
-  assert.is(bigMessage.json!.error, "message_too_large");
-  assert.match(String(bigMessage.json!.message), "32768 bytes per message");
-  const bigBody = await stack.post("/v1/batch", {
-    batch: [{ type: "track", event: "B", userId: "u", messageId: randomUUID(), properties: { blob: "y".repeat(501 * 1024) } }],
-  });
-  assert.is(bigBody.status, 413);
-  assert.is(bigBody.json!.error, "payload_too_large");
-  const many = await stack.post("/v1/batch", {
-    batch: Array.from({ length: 51 }, () => ({ type: "track", event: "M", userId: "u", messageId: randomUUID() })),
-  });
-  assert.is(many.status, 400);
-  assert.is(many.json!.error, "too_many_messages");
-  assert.match(String(many.json!.message), "limit is 50");
-  await stack.marker();
-  assert.equal(await stack.finalRows(ids), []);
-});
+api(
+  "limits: a message over 32 KB is refused as an item and kept, the one beside it lands; a body over 500 KB -> 413, too many messages -> 400",
+  async () => {
+    const ids = [randomUUID(), randomUUID()];
+    const bigMessage = await stack.post("/v1/batch", {
+      batch: [
+        { type: "track", event: "Small", userId: "u", messageId: ids[0] },
+        { type: "track", event: "Big", userId: "u", messageId: ids[1], properties: { blob: "x".repeat(33 * 1024) } },
+      ],
+    });
+    assert.is(bigMessage.status, 200);
+    assert.is(bigMessage.headers.get("x-rejected-messages"), "1");
+    assert.equal(
+      (await stack.rowsLanded([ids[0]!])).map((r) => r.message_id),
+      [ids[0]],
+    );
+    const [kept] = await waitFor("the big message in rejected_messages", async () => {
+      const rows = await stack.select<{ reasons: string[]; raw: string }>(
+        `SELECT reasons, raw FROM ${stack.database}.rejected_messages FINAL WHERE message_id = '${ids[1]}'`,
+      );
+      return rows.length === 1 ? rows : undefined;
+    });
+    assert.match(kept!.reasons[0]!, /^\$input: \d+ bytes, over the limit of 32768 bytes per message$/);
+    assert.ok(kept!.raw.startsWith('{"userId":"u"'), kept!.raw.slice(0, 40));
+    const bigBody = await stack.post("/v1/batch", {
+      batch: [{ type: "track", event: "B", userId: "u", messageId: randomUUID(), properties: { blob: "y".repeat(501 * 1024) } }],
+    });
+    assert.is(bigBody.status, 413);
+    assert.is(bigBody.json!.error, "payload_too_large");
+    const many = await stack.post("/v1/batch", {
+      batch: Array.from({ length: 51 }, () => ({ type: "track", event: "M", userId: "u", messageId: randomUUID() })),
+    });
+    assert.is(many.status, 400);
+    assert.is(many.json!.error, "too_many_messages");
+    assert.match(String(many.json!.message), "limit is 50");
+    await stack.marker();
+    assert.equal(
+      (await stack.finalRows(ids)).map((r) => r.message_id),
+      [ids[0]],
+    );
+  },
+);
 
 api("gzip and deflate bodies are accepted, limits counted after decompression; other encodings -> 415", async () => {
   const [gz, df] = [randomUUID(), randomUUID()];

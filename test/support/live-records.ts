@@ -13,7 +13,7 @@ let offset = 0;
 /** The accepted record of `message` in `workspaceId`. */
 export function acceptedRecord(workspaceId: string, message: Record<string, unknown>): LiveRecord {
   const built = buildRecords([message as unknown as Message], {}, { workspaceId, receivedAt: new Date().toISOString() }, 32_768);
-  if (!built.ok) throw new Error("message too large");
+  if (built.oversized.length > 0) throw new Error("message too large");
   const value = Buffer.from(built.records[0]!.value);
   return { kind: "accepted", workspaceId: recordWorkspace("accepted", value)!, value, id: `events/0/${offset++}` };
 }

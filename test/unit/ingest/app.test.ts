@@ -213,6 +213,41 @@ app("a shape's key list goes out until a request listing it is acknowledged, the
 });
 
 app(
+  "a message over 32 KB is refused as an item and stored; the batch's other messages are accepted, its shape listed by the next",
+  async () => {
+    await ingest.close();
+    ingest = await inProcessIngest({ contextPolicy: { anonymizeIp: false, shapes: new SentShapes() } });
+    const message = (id: string, blob: string) => ({
+      type: "track",
+      messageId: id,
+      userId: "u",
+      event: "Big",
+      properties: { plan: "pro", blob },
+    });
+    const response = await post("/v1/batch", { batch: [message("big", "x".repeat(33 * 1024)), message("small", "x")] });
+    assert.is(response.status, 200);
+    assert.is(response.headers.get("x-rejected-messages"), "1");
+    const [accepted, refused] = [ingest.produced.filter((r) => !r.rejected), ingest.produced.filter((r) => r.rejected)];
+    assert.equal(
+      accepted.map((r) => r.key),
+      ["small"],
+    );
+    // The same shape (plan and blob, both strings): the refused message's list went nowhere, so the accepted one carries it.
+    assert.ok(((JSON.parse(accepted[0]!.value) as EventRow).catalog_keys ?? []).length > 0, "the shape's key list");
+    assert.is(refused.length, 1);
+    const row = JSON.parse(refused[0]!.value) as { messageId: string; reasons: string[]; raw: string };
+    assert.is(row.messageId, "big");
+    assert.match(row.reasons[0]!, /^\$input: \d+ bytes, over the limit of 32768 bytes per message$/);
+    assert.ok(row.raw.length < 33 * 1024, "its text cut to fit");
+    // Alone, it is the whole request: 413, and still stored.
+    const alone = await post("/v1/track", message("alone", "y".repeat(33 * 1024)));
+    assert.is(alone.status, 413);
+    assert.is(((await alone.json()) as { error: string }).error, "message_too_large");
+    assert.is(ingest.produced.filter((r) => r.rejected).length, 2);
+  },
+);
+
+app(
   "a batch's shared context copied into 2,500 items past MAX_REQUEST_BYTES: 413 naming it, nothing built; a library context passes",
   async () => {
     const items = (tag: string) =>

@@ -18,7 +18,7 @@ const parse = (record: EventRecord) => JSON.parse(record.value) as EventRow;
 
 function build(messages: Message[], defaults: BatchDefaults = {}, max = 32 * 1024): EventRow[] {
   const result = buildRecords(messages, defaults, receipt, max);
-  if (!result.ok) throw new Error(`message ${result.index} too large`);
+  if (result.oversized.length > 0) throw new Error(`message ${result.oversized[0]!.index} too large`);
   return result.records.map(parse);
 }
 
@@ -32,8 +32,7 @@ test("one record per message, keyed by messageId, in order; the value is the row
     receipt,
     1000,
   );
-  assert.ok(result.ok);
-  if (!result.ok) return;
+  assert.equal(result.oversized, []);
   assert.equal(
     result.records.map((r) => r.key),
     ["a", "b"],
@@ -162,7 +161,7 @@ test("the window, in whole UTC days: 5 x 366 days back (historical imports), to 
 /** The row of one message sent at `receivedAt` (an attempt), with the client's `sentAt` of that attempt. */
 function attempt(message: Message, receivedAt: string, sentAt: string): EventRow {
   const result = buildRecords([message], { sentAt }, { ...receipt, receivedAt }, 32 * 1024);
-  if (!result.ok) throw new Error("too large");
+  if (result.oversized.length > 0) throw new Error("too large");
   return parse(result.records[0]!);
 }
 
@@ -223,18 +222,20 @@ test("batch context is merged under the item's; the item's keys win; ip filled w
 test("the writeKey never reaches the topic", () => {
   const message = { type: "track", messageId: "a", userId: "u", event: "E", writeKey: "secret" } as Message;
   const result = buildRecords([message], {}, receipt, 1000);
-  assert.ok(result.ok);
-  if (result.ok) assert.not.match(result.records[0]!.value, "secret");
+  assert.not.match(result.records[0]!.value, "secret");
 });
 
-test("a message over maxMessageBytes is reported with its index and size", () => {
+test("a message over maxMessageBytes gets no record and is reported with its index and size; the others are built", () => {
   const big = { type: "track", messageId: "b", userId: "u", event: "E", properties: { blob: "x".repeat(2000) } } as Message;
-  const result = buildRecords([{ type: "track", messageId: "a", userId: "u", event: "E" }, big], {}, receipt, 1024);
-  assert.not.ok(result.ok);
-  if (!result.ok) {
-    assert.is(result.index, 1);
-    assert.ok(result.bytes > 2000);
-  }
+  const small = (id: string) => ({ type: "track", messageId: id, userId: "u", event: "E" }) as Message;
+  const result = buildRecords([small("a"), big, small("c")], {}, receipt, 1024);
+  assert.equal(
+    result.records.map((r) => r.key),
+    ["a", "c"],
+  );
+  assert.is(result.oversized.length, 1);
+  assert.equal([result.oversized[0]!.index, result.oversized[0]!.over, result.oversized[0]!.limit], [1, "message", 1024]);
+  assert.ok(result.oversized[0]!.bytes > 2000);
 });
 
 test("the row is valid JSON, workspace_id first, columns in order; only those holding their default are left out", () => {
@@ -264,9 +265,9 @@ test("the size limit counts the row's values unescaped: quotes do not push a mes
   const quotes = { type: "track", messageId: "q", userId: "u", event: "E", properties: { blob: '"'.repeat(900) } } as Message;
   // properties as JSON text: 900 escaped quotes, 1,800 bytes; escaped again in the line: 3,600.
   const result = buildRecords([quotes], {}, receipt, 2048);
-  assert.ok(result.ok, "the message fits in 2048 bytes although its line is longer");
-  if (result.ok) assert.ok(Buffer.byteLength(result.records[0]!.value) > 3_600);
-  assert.not.ok(buildRecords([quotes], {}, receipt, 1024).ok);
+  assert.equal(result.oversized, [], "the message fits in 2048 bytes although its line is longer");
+  assert.ok(Buffer.byteLength(result.records[0]!.value) > 3_600);
+  assert.is(buildRecords([quotes], {}, receipt, 1024).oversized.length, 1);
 });
 
 test("a message within maxMessageBytes whose record, escaped again, passes maxRecordBytes is reported as over the record limit", () => {
@@ -275,19 +276,23 @@ test("a message within maxMessageBytes whose record, escaped again, passes maxRe
   const quotes = { type: "track", messageId: "big-1", userId: "u", event: "E", properties } as Message;
   const small = { type: "track", messageId: "s", userId: "u", event: "E" } as Message;
   const unbounded = buildRecords([small, quotes], {}, receipt, 32_768);
-  assert.ok(unbounded.ok, "within 32 KB as a message");
+  assert.equal(unbounded.oversized, [], "within 32 KB as a message");
   const limit = 65_536 - 1_024;
   const bounded = buildRecords([small, quotes], {}, receipt, 32_768, undefined, limit);
-  assert.not.ok(bounded.ok);
-  if (bounded.ok || !unbounded.ok) return;
-  assert.equal({ index: bounded.index, over: bounded.over, limit: bounded.limit }, { index: 1, over: "record", limit });
-  assert.is(bounded.bytes, recordBytes(unbounded.records[1]!));
-  assert.ok(bounded.bytes > limit);
+  assert.is(bounded.oversized.length, 1);
+  const [over] = bounded.oversized;
+  assert.equal({ index: over!.index, over: over!.over, limit: over!.limit }, { index: 1, over: "record", limit });
+  assert.is(over!.bytes, recordBytes(unbounded.records[1]!));
+  assert.ok(over!.bytes > limit);
+  assert.equal(
+    bounded.records.map((r) => r.key),
+    ["s"],
+  );
   // Plain text near the message limit fits the record limit: nothing measured twice is refused.
   const plain = { type: "track", messageId: "p", userId: "u", event: "E", properties: { text: "x".repeat(32_000) } } as Message;
   const fits = buildRecords([plain], {}, receipt, 32_768, undefined, limit);
-  assert.ok(fits.ok);
-  if (fits.ok) assert.ok(recordBytes(fits.records[0]!) <= limit);
+  assert.equal(fits.oversized, []);
+  assert.ok(recordBytes(fits.records[0]!) <= limit);
 });
 
 test.run();

@@ -23,18 +23,31 @@ const post = (base: string, path: string, body: unknown, headers: Record<string,
     body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
 
-test("a message whose record passes the producer's limit is 413 message_too_large; nothing of the request is produced", async () => {
+test("a message whose record passes the producer's limit is refused as an item, its record within the limit; alone it is 413", async () => {
   // KAFKA_MAX_MESSAGE_BYTES 65,536 (the config check allows it with MAX_MESSAGE_BYTES 57,344): records up to 64,512 bytes.
   const ingest = await inProcessIngest({ limits: { ...limits, maxRecordBytes: 64_512 } });
   try {
     const quotes = { type: "track", messageId: "q", userId: "u", event: "E", properties: { v: '"'.repeat(28_000) } };
     const valid = { type: "track", messageId: "v", userId: "u", event: "E" };
     const response = await post(ingest.base, "/v1/batch", { batch: [valid, quotes] });
-    assert.is(response.status, 413);
-    const body = (await response.json()) as { error: string; message: string };
+    assert.is(response.status, 200);
+    assert.is(response.headers.get("x-rejected-messages"), "1");
+    assert.equal(
+      ingest.produced.map((r) => [r.key, r.rejected ?? false]),
+      [
+        ["v", false],
+        [ingest.produced[1]!.key, true],
+      ],
+    );
+    const refused = JSON.parse(ingest.produced[1]!.value) as { messageId: string; reasons: string[] };
+    assert.is(refused.messageId, "q");
+    assert.match(refused.reasons[0]!, /^\$input: a Kafka record of \d+ bytes .*over the limit of 64512 bytes per record$/);
+    assert.ok(recordBytes(ingest.produced[1]!) <= 64_512, "the refusal's own record fits");
+    const alone = await post(ingest.base, "/v1/track", quotes);
+    assert.is(alone.status, 413);
+    const body = (await alone.json()) as { error: string; message: string };
     assert.is(body.error, "message_too_large");
-    assert.match(body.message, /^message 1 makes a Kafka record of \d+ bytes .*the limit is 64512 bytes per record$/);
-    assert.is(ingest.produced.length, 0);
+    assert.match(body.message, /^message 0 makes a Kafka record of \d+ bytes .*the limit is 64512 bytes per record$/);
     // The same batch with refused items of that size: each refused record fits the limit.
     const bad = { ...quotes, event: 5, note: "\u0001".repeat(20_000) };
     const mixed = await post(ingest.base, "/v1/batch", { batch: [valid, bad] });
@@ -92,13 +105,13 @@ test("a keyed request takes its items' tokens once parsed, whatever the answer (
     ingest = await inProcessIngest({ rateLimit: new TokenBuckets(1, 2_500) });
     const big = { ...item(-1), properties: { x: "x".repeat(33_000) } };
     const lastTooLarge = { batch: [...Array.from({ length: 2_000 }, (_, i) => item(i)), big] };
-    // 2,001 tokens taken by the first; each later one is parsed, refused and takes one more.
-    assert.equal(await statuses(lastTooLarge, 30), { "413 message_too_large": 1, "429 rate_limited": 29 });
+    // 2,001 tokens taken by the first (its big item refused and stored, the rest accepted); the later ones find too few.
+    assert.equal(await statuses(lastTooLarge, 30), { "200 undefined": 1, "429 rate_limited": 29 });
     const valid = await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 2_500 }, (_, i) => item(i)) });
     assert.is(valid.status, 429, "the bucket is no longer full");
     assert.is((await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 400 }, (_, i) => item(i)) })).status, 200);
     assert.is((await post(ingest.base, "/v1/batch", { batch: Array.from({ length: 100 }, (_, i) => item(i)) })).status, 429);
-    assert.is(ingest.produced.length, 400);
+    assert.is(ingest.produced.length, 2_001 + 400, "the first request's 2,000 messages and its refused item, then 400");
   } finally {
     await ingest.close();
   }
