@@ -26,7 +26,7 @@ import {
 } from "./errors";
 import { settingsDocument, publicAddress } from "./settings";
 import { InflightBudget, senderCap, type Lease } from "./budget";
-import { type Route, routeTable, toRecords, withoutSuppressed } from "./routes";
+import { type Route, refusedWhole, routeTable, toRecords, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
@@ -204,19 +204,21 @@ export function createApp(deps: AppDeps): Koa {
       const allowed = deps.rateLimit.take(auth.workspaceId, tokensOf(route, body, limits), performance.now());
       if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       const sorted = route.sort(body);
-      if (!sorted.ok) throw invalidBody(sorted.issues);
+      // A body refused whole (a bad batch frame, not an object) is kept too: its items, or itself.
+      const value = sorted.ok ? sorted.value : refusedWhole(body, sorted.issues);
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
-      const kept = deps.privacy ? withoutSuppressed(sorted.value, auth.workspaceId, deps.privacy, deps.metrics) : sorted.value;
+      const kept = deps.privacy ? withoutSuppressed(value, auth.workspaceId, deps.privacy, deps.metrics) : value;
       const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
       const { records, refusals, listedShapes, oversized } = toRecords(kept, receipt, limits, policy);
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
       policy.shapes?.markDelivered(listedShapes);
       deps.metrics.messagesRejected.inc(refusals.length);
+      if (!sorted.ok) throw invalidBody(sorted.issues);
       // 413 or 400 only when no item was accepted: a suppressed user's valid messages are (and are not stored).
-      if (sorted.value.messages.length === oversized.length) {
+      if (value.messages.length === oversized.length) {
         if (oversized.length > 0) throw oversized[0]!;
-        throw invalidBody(issuesOf(sorted.value.rejected));
+        throw invalidBody(issuesOf(value.rejected));
       }
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;

@@ -6,20 +6,20 @@
  * from errors.ts.
  */
 import type { EventRecord } from "../schemas/envelope";
-import type { Message, MessageType } from "../schemas/messages";
+import { MESSAGE_TYPES, type Message, type MessageType } from "../schemas/messages";
 import { type PrivacyList, itemIds } from "../schemas/privacy/list";
 import type { Limits } from "./limits";
 import { type BatchDefaults, type ContextPolicy, type Receipt, buildRecords } from "./envelope";
 import { type HttpError, messageTooLarge, sharedFieldsTooLarge, tooManyMessages } from "./errors";
 import type { IngestMetrics } from "./metrics";
 import { buildRejected } from "./rejected";
-import { sortBatch, validateSingle, type RejectedItem, type Validation } from "./validate";
+import { sortBatch, validateSingle, type RejectedItem, type Validation, type ValidationIssue } from "./validate";
 
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
 export const PREFIXES = ["/api/public/apps", "/v1"] as const;
 
 /** The single-message routes. */
-export const SINGLE_TYPES: readonly MessageType[] = ["identify", "track", "page", "screen", "group", "alias"];
+export const SINGLE_TYPES: readonly MessageType[] = MESSAGE_TYPES;
 
 /** What a route's body holds: messages to accept, items refused, and the batch defaults. */
 export interface Sorted {
@@ -115,14 +115,29 @@ function sharedBytes(context: unknown, fields: Record<string, unknown> | undefin
   return contextBytes + (fields === undefined ? 0 : Buffer.byteLength(JSON.stringify(fields), "utf8"));
 }
 
+/** The issue of a single route's body that is not one message object (an array, a scalar). */
+const NOT_ONE_MESSAGE: ValidationIssue = { path: "$", expected: "an object: one message (a list of messages goes to /v1/batch)" };
+
 /** A single-message body of `type`: accepted, or one rejected item (a non-object is malformed). */
 function singleSorter(type: MessageType): Route["sort"] {
   return (body) => {
+    if (body === null || typeof body !== "object" || Array.isArray(body)) return { ok: false, issues: [NOT_ONE_MESSAGE] };
     const result = validateSingle(type, body);
     if (result.ok) return { ok: true, value: { messages: [result.value], rejected: [], defaults: {} } };
-    if (body === null || typeof body !== "object" || Array.isArray(body)) return result;
     return { ok: true, value: { messages: [], rejected: [{ index: 0, item: body, issues: result.issues }], defaults: {} } };
   };
+}
+
+/**
+ * A body refused whole (its batch frame, or a single route's body that is no object): each item
+ * of its `batch` array, else the body itself, as a refused item with the body's issues, so what
+ * was refused is kept where an operator can query it (rejected_messages) as any refused item is.
+ * None for a body that parsed to nothing.
+ */
+export function refusedWhole(body: unknown, issues: readonly ValidationIssue[]): Sorted {
+  const batch = (body as { batch?: unknown } | null | undefined)?.batch;
+  const items = Array.isArray(batch) && batch.length > 0 ? batch : body === undefined ? [] : [body];
+  return { messages: [], rejected: items.map((item, index) => ({ index, item, issues: [...issues] })), defaults: {} };
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { IValidation } from "typia";
 import { isIdentified, validateBatchFrame, validateMessage, validateSingleBody } from "../schemas/guards";
-import type { BatchBody, BatchFrame, BodyWriteKey, Message, MessageType } from "../schemas/messages";
+import { MESSAGE_TYPES, type BatchBody, type BatchFrame, type BodyWriteKey, type Message, type MessageType } from "../schemas/messages";
 import { coerceMessage } from "./coerce";
 import { MAX_REASONS } from "./rejected";
 
@@ -52,6 +52,11 @@ export function sortBatch(body: unknown): Validation<SortedBatch> {
   const rejected: RejectedItem[] = [];
   frame.data.batch.forEach((item, index) => {
     const at = `batch[${index}]`;
+    const unknownType = typeIssue(item, at);
+    if (unknownType !== undefined) {
+      rejected.push({ index, item, issues: [unknownType] });
+      return;
+    }
     const result = validateMessage(coerceMessage(item));
     const issues = result.success ? identityIssues(result.data, at) : toIssues(result, at);
     if (issues.length === 0 && result.success) accepted.push(result.data);
@@ -80,6 +85,21 @@ export function validateSingle(type: MessageType, body: unknown): Validation<Mes
 /** The issues of refused items, in order, without copying them into one array. */
 export function* issuesOf(rejected: readonly RejectedItem[]): Generator<ValidationIssue> {
   for (const item of rejected) yield* item.issues;
+}
+
+/** The `type` values a batch item may have, as an issue's `expected`. */
+const TYPE_EXPECTED = MESSAGE_TYPES.map((type) => JSON.stringify(type)).join(" | ");
+
+/**
+ * The issue of a batch item (an object) whose `type` is missing or none of the six: typia's
+ * union check would only say the item matches no message type, without naming the field.
+ */
+function typeIssue(item: unknown, at: string): ValidationIssue | undefined {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) return undefined;
+  const type = (item as { type?: unknown }).type;
+  return typeof type === "string" && (MESSAGE_TYPES as readonly string[]).includes(type)
+    ? undefined
+    : { path: `${at}.type`, expected: `${TYPE_EXPECTED} (required)` };
 }
 
 /** Segment's rule: a message must name a userId or an anonymousId. */

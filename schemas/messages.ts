@@ -168,6 +168,9 @@ export type Message = IdentifyMessage | TrackMessage | PageMessage | ScreenMessa
 /** The message types. */
 export type MessageType = Message["type"];
 
+/** Every message type, in the spec's order (Segment's six calls). */
+export const MESSAGE_TYPES: readonly MessageType[] = ["identify", "track", "page", "screen", "group", "alias"];
+
 /** Segment: the writeKey may come in the body instead of the Authorization header. */
 export interface BodyWriteKey {
   writeKey?: string;

@@ -248,6 +248,37 @@ app(
 );
 
 app(
+  "a body refused whole is kept: a bad batch frame's items, or a single route's body that is no object, each with the reason",
+  async () => {
+    const start = ingest.produced.length;
+    const frame = await post("/v1/batch", {
+      sentAt: "2026-02-30T00:00:00Z",
+      batch: [
+        { type: "track", messageId: "f1", userId: "u", event: "A" },
+        { type: "page", messageId: "f2", anonymousId: "a" },
+      ],
+    });
+    assert.is(frame.status, 400);
+    assert.match(JSON.stringify(await frame.json()), "sentAt");
+    const array = await post("/v1/track", [{ type: "track", messageId: "f3", userId: "u", event: "A" }]);
+    assert.is(array.status, 400);
+    const kept = ingest.produced.slice(start).map((r) => JSON.parse(r.value) as { messageId: string; reasons: string[] });
+    assert.ok(
+      ingest.produced.slice(start).every((r) => r.rejected),
+      "nothing accepted",
+    );
+    assert.equal(
+      kept.map((r) => [r.messageId, r.reasons.every((reason) => reason.startsWith(r.messageId === "" ? "$" : "sentAt"))]),
+      [
+        ["f1", true],
+        ["f2", true],
+        ["", true],
+      ],
+    );
+  },
+);
+
+app(
   "a batch's shared context copied into 2,500 items past MAX_REQUEST_BYTES: 413 naming it, nothing built; a library context passes",
   async () => {
     const items = (tag: string) =>

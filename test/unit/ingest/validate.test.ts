@@ -80,9 +80,16 @@ test("a message with neither userId nor anonymousId is refused by name", () => {
 });
 
 test("an unknown type, an empty batch and a non-object body are refused", () => {
-  const unknownType = validateBatch({ batch: [{ type: "purchase", messageId: "m", userId: "u" }] });
+  const unknownType = validateBatch({ batch: [{ type: "purchase", messageId: "m", userId: "u" }, { messageId: "n", userId: "u" }, 5] });
   assert.not.ok(unknownType.ok);
-  if (!unknownType.ok) assert.is(unknownType.issues[0]!.path, "batch[0]");
+  if (!unknownType.ok) {
+    // The field is named, with the values it may take; a non-object item is the item itself.
+    assert.equal(
+      unknownType.issues.map((i) => i.path),
+      ["batch[0].type", "batch[1].type", "batch[2]"],
+    );
+    assert.is(unknownType.issues[0]!.expected, '"identify" | "track" | "page" | "screen" | "group" | "alias" (required)');
+  }
   const empty = validateBatch({ batch: [] });
   assert.not.ok(empty.ok);
   if (!empty.ok) assert.is(empty.issues[0]!.path, "batch");
