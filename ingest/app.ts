@@ -26,7 +26,7 @@ import {
 } from "./errors";
 import { settingsDocument, publicAddress } from "./settings";
 import { InflightBudget, senderCap, type Lease } from "./budget";
-import { type Route, refusedWhole, routeTable, toRecords, withoutSuppressed } from "./routes";
+import { type Route, refusedWhole, routeTable, toRecords, withoutNonFinite, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
@@ -205,7 +205,8 @@ export function createApp(deps: AppDeps): Koa {
       if (!allowed.ok) throw rateLimited(allowed.retryAfterSeconds);
       const sorted = route.sort(body);
       // A body refused whole (a bad batch frame, not an object) is kept too: its items, or itself.
-      const value = sorted.ok ? sorted.value : refusedWhole(body, sorted.issues);
+      const whole = sorted.ok ? sorted.value : refusedWhole(body, sorted.issues);
+      const value = ctx.state.nonFinite === true ? withoutNonFinite(whole) : whole;
       const receipt: Receipt = { workspaceId: auth.workspaceId, receivedAt, clientIp: clientIp(ctx.ip) };
       const kept = deps.privacy ? withoutSuppressed(value, auth.workspaceId, deps.privacy, deps.metrics) : value;
       const policy = deps.contextPolicy ?? PLAIN_CONTEXT;

@@ -30,7 +30,7 @@ import {
 } from "./errors";
 import { jsonShape } from "./validate";
 import { parsedBytes, parsedLimit } from "./budget";
-import { mayHoldLoneSurrogate, wellFormed } from "../schemas/wellformed";
+import { mayHoldHugeNumber, mayHoldLoneSurrogate, nonFinitePath, wellFormed } from "../schemas/wellformed";
 import type { Limits } from "./limits";
 
 /** How one body is read. */
@@ -223,7 +223,8 @@ const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
  * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
  * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
  * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
- * them; ClickHouse refuses them). `decoded` is told of each decoded chunk (BodyOptions);
+ * them; ClickHouse refuses them); a body holding a number JSON.parse read as Infinity sets
+ * `ctx.state.nonFinite` (routes.ts withoutNonFinite). `decoded` is told of each decoded chunk (BodyOptions);
  * `arrived` is called once the whole body has been read, before the parsed size is charged.
  */
 export async function readJson(
@@ -261,6 +262,8 @@ export async function readJson(
   const refused = charge(cost);
   if (refused) throw refused;
   const body = parseTopLevel(text, limits);
+  // A number past ±1.8e308 parsed as Infinity: ctx.state.nonFinite tells the route to refuse its item.
+  if (mayHoldHugeNumber(text) && nonFinitePath(body) !== undefined) ctx.state.nonFinite = true;
   return mayHoldLoneSurrogate(text) ? wellFormed(body) : body;
 }
 

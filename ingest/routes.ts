@@ -7,6 +7,7 @@
  */
 import type { EventRecord } from "../schemas/envelope";
 import { MESSAGE_TYPES, type Message, type MessageType } from "../schemas/messages";
+import { nonFinitePath } from "../schemas/wellformed";
 import { type PrivacyList, itemIds } from "../schemas/privacy/list";
 import type { Limits } from "./limits";
 import { type BatchDefaults, type ContextPolicy, type Receipt, buildRecords } from "./envelope";
@@ -127,6 +128,24 @@ function singleSorter(type: MessageType): Route["sort"] {
     return { ok: true, value: { messages: [], rejected: [{ index: 0, item: body, issues: result.issues }], defaults: {} } };
   };
 }
+
+/**
+ * The messages holding a number JSON.parse read as Infinity (its text past Number.MAX_VALUE:
+ * `1e400`) refused as items naming it, the rest kept: stored, it would have become null. Called
+ * only for a body whose text may hold one (mayHoldHugeNumber).
+ */
+export function withoutNonFinite(sorted: Sorted): Sorted {
+  const messages: Message[] = [];
+  const rejected = [...sorted.rejected];
+  for (const message of sorted.messages) {
+    const path = nonFinitePath(message);
+    if (path === undefined) messages.push(message);
+    else rejected.push({ index: rejected.length, item: message, issues: [{ path, expected: NON_FINITE_EXPECTED }] });
+  }
+  return messages.length === sorted.messages.length ? sorted : { ...sorted, messages, rejected };
+}
+
+const NON_FINITE_EXPECTED = "a number within ±1.8e308 (this one would be stored as null)";
 
 /**
  * A body refused whole (its batch frame, or a single route's body that is no object): each item

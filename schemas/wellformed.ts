@@ -60,3 +60,36 @@ export function cutText(text: string, maxChars: number): string {
   const last = text.charCodeAt(maxChars - 1);
   return text.slice(0, last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars);
 }
+
+/**
+ * Whether a JSON text may hold a number JSON.parse reads as Infinity or -Infinity (past
+ * Number.MAX_VALUE, about 1.8e308: an exponent of three digits or more, or 309 digits in a row):
+ * JSON.stringify writes those as null, so such a value would be stored altered. Strings that look
+ * so match too; nonFinitePath then tells. One scan of the text, no parse.
+ */
+export function mayHoldHugeNumber(jsonText: string): boolean {
+  return HUGE_NUMBER.test(jsonText);
+}
+
+const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
+
+/**
+ * The path (`properties.amount`, `items[2].price`) of the first number of a parsed JSON value that
+ * is not finite, or undefined. `at` is the value's own path ('' for the top).
+ */
+export function nonFinitePath(value: unknown, at = ""): string | undefined {
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : at || "$";
+  if (value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nonFinitePath(value[i], `${at}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const [key, child] of Object.entries(value)) {
+    const found = nonFinitePath(child, at === "" ? key : `${at}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}

@@ -278,6 +278,34 @@ app(
   },
 );
 
+app("a number JSON.parse reads as Infinity (1e400) refuses its message naming the field; the one beside it is accepted", async () => {
+  const start = ingest.produced.length;
+  // Raw text: JSON.stringify would write Infinity as null before it is sent.
+  const body =
+    '{"batch":[{"type":"track","messageId":"inf","userId":"u","event":"Paid","properties":{"amount":1e400,"note":"1e400"}},' +
+    '{"type":"track","messageId":"fine","userId":"u","event":"Paid","properties":{"amount":1e300,"n":-2E308}}]}';
+  const response = await post("/v1/batch", body);
+  // -2E308 is also past the range: both messages hold one.
+  assert.is(response.status, 400);
+  const answer = (await response.json()) as { issues: { path: string; expected: string }[] };
+  assert.equal(
+    answer.issues.map((i) => i.path),
+    ["properties.amount", "properties.n"],
+  );
+  const finite = await post(
+    "/v1/batch",
+    '{"batch":[{"type":"track","messageId":"inf2","userId":"u","event":"Paid","properties":{"amount":1e400}},{"type":"track","messageId":"ok","userId":"u","event":"Paid","properties":{"amount":1e300,"s":"9e999"}}]}',
+  );
+  assert.is(finite.status, 200);
+  assert.is(finite.headers.get("x-rejected-messages"), "1");
+  const produced = ingest.produced.slice(start);
+  assert.equal(
+    produced.filter((r) => !r.rejected).map((r) => [r.key, JSON.parse((JSON.parse(r.value) as EventRow).properties)]),
+    [["ok", { amount: 1e300, s: "9e999" }]],
+  );
+  assert.is(produced.filter((r) => r.rejected).length, 3, "each refused message kept");
+});
+
 app(
   "a batch's shared context copied into 2,500 items past MAX_REQUEST_BYTES: 413 naming it, nothing built; a library context passes",
   async () => {

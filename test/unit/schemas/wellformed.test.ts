@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { cutText, mayHoldLoneSurrogate, wellFormed } from "../../../schemas/wellformed";
+import { cutText, mayHoldHugeNumber, mayHoldLoneSurrogate, nonFinitePath, wellFormed } from "../../../schemas/wellformed";
 
 const horse = "🐎";
 const lone = horse.slice(0, 1);
@@ -44,6 +44,14 @@ test("cutText never splits a surrogate pair: every cut of a text with pairs is a
     const cut = cutText(text, n);
     assert.ok(cut.isWellFormed() && text.startsWith(cut) && cut.length <= n && cut.length >= n - 1, `cut at ${n}: ${JSON.stringify(cut)}`);
   }
+});
+
+test("mayHoldHugeNumber finds what JSON.parse reads as Infinity; nonFinitePath names where it is", () => {
+  for (const text of ['{"a":1e400}', '{"a":-2E+308}', `{"a":${"9".repeat(309)}}`]) assert.ok(mayHoldHugeNumber(text), text);
+  for (const text of ['{"a":1e30}', '{"a":1.5e-7}', '{"a":123456789012345678901}']) assert.not.ok(mayHoldHugeNumber(text), text);
+  assert.is(nonFinitePath(JSON.parse('{"p":{"list":[1,2,1e400]}}')), "p.list[2]");
+  assert.is(nonFinitePath(JSON.parse('{"p":"1e400","q":1e300}')), undefined, "a string that looks so is no number");
+  assert.is(nonFinitePath(JSON.parse("-1e999")), "$");
 });
 
 test.run();
