@@ -1,9 +1,11 @@
 /**
  * Prometheus metrics of the sink (prom-client), on its own registry. Names follow
- * `sink_<noun>_<unit>`; labels are topic, partition, step and status only.
+ * `sink_<noun>_<unit>`; labels are topic, partition, step and status, and host and table for
+ * ClickHouse's replicas (sink/redundancy.ts).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { DLQ_STEPS } from "./batch";
+import { redundancyGauges, type RedundancyGauges } from "./redundancy";
 
 /** The sink's metrics. */
 export interface SinkMetrics {
@@ -42,6 +44,8 @@ export interface SinkMetrics {
   writeFailing: Gauge<"topic">;
   /** Offset commits, by outcome. */
   commits: Counter<"status">;
+  /** The copies of the topics' partitions and of ClickHouse's replicated tables (sink/redundancy.ts). */
+  copies: RedundancyGauges;
 }
 
 /**
@@ -126,6 +130,7 @@ export function sinkMetrics(topics: string[], startedAt = Date.now(), dlqTopics:
     }),
     writeFailing: writeFailingGauge(registry, topics),
     commits: new Counter({ name: "sink_commits_total", help: "Offset commits, by outcome", labelNames: ["status"], registers: [registry] }),
+    copies: redundancyGauges(registry),
   };
 }
 

@@ -34,9 +34,12 @@ import { startMaintenance } from "./maintenance";
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns, serverInsertSettings } from "./writer";
+import { readClickHouseCopies, readKafkaCopies } from "./redundancy";
 
 /** How often /readyz's view of ClickHouse is refreshed, ms. */
 const PROBE_INTERVAL_MS = 2_000;
+/** How often the copies of the topics and of ClickHouse's tables are read (sink/redundancy.ts), ms: Prometheus's scrape interval. */
+const COPIES_INTERVAL_MS = 15_000;
 
 /** How often the age of the oldest dead letter is read (also at start and after each DLQ send), ms. */
 const DLQ_AGE_INTERVAL_MS = 60_000;
@@ -156,6 +159,15 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   }, PROBE_INTERVAL_MS);
   void dlqAge.refresh();
   const dlqAgeTimer = setInterval(() => void dlqAge.refresh(), DLQ_AGE_INTERVAL_MS);
+  const copiesOf = [config.kafka.topic, config.kafka.rejectedTopic, dlq.topic, config.kafka.suppressionsTopic];
+  const readCopies = () => {
+    readKafkaCopies(admin, copiesOf, metrics.copies).catch((error: unknown) => log.debug({ err: error }, "kafka copies not read"));
+    readClickHouseCopies(clientSql(client), ch.database, ch.cluster, metrics.copies).catch((error: unknown) =>
+      log.debug({ err: error }, "clickhouse copies not read"),
+    );
+  };
+  readCopies();
+  const copiesTimer = setInterval(readCopies, COPIES_INTERVAL_MS);
   const maintenance = await startMaintenance(ch, client, config.retentionJitterMs, log);
   const health: LoopHealth = {
     get joined() {
@@ -176,6 +188,7 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     stop: async (abortAfterMs) => {
       clearInterval(probe);
       clearInterval(dlqAgeTimer);
+      clearInterval(copiesTimer);
       maintenance.cancel();
       // Each loop's last flush waits at most abortAfterMs (ClickHouse), and the Kafka clients'
       // disconnects as long again: a consumer's waits for its fetch or commit under way when Kafka

@@ -45,6 +45,7 @@ import {
   type ProbeInsert,
 } from "../../sink/writer";
 import { Chdb } from "../support/chdb";
+import { REPLICA_COLUMNS } from "../../sink/redundancy";
 
 /** One engine: its Sql, and the sink's insert and probe for a (quoted) table on it. */
 interface Engine {
@@ -379,6 +380,12 @@ SELECT 'ws1', toDateTime(${quoteString(at.slice(0, 19).replace("T", " "))}), ${q
     await migrate(engine.sql, scratch(d));
     await engine.insertLines(`\`${d}\`.events`)(lines([monthTime(600)]));
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.events`), 1);
+  });
+
+  s("the sink's read of ClickHouse's replicas (sink/redundancy.ts) names columns this engine's system.replicas has", async () => {
+    // One server has no replicated table: no row, but every column must exist (the cluster suite reads real rows).
+    const rows = await engine.sql.rows(`SELECT ${REPLICA_COLUMNS} FROM system.replicas LIMIT 1`);
+    assert.ok(rows.length <= 1);
   });
 
   s("a string literal of quoteString reads back as the same text: backslashes, quotes, escaped control characters", async () => {

@@ -58,6 +58,10 @@ ops("metrics of ingest and sink appear and move after a batch; no ids or keys in
   assert.ok(sinkAfter.includes("sink_event_delay_seconds_count"));
   assert.ok(sinkAfter.includes("sink_consumer_lag_records{"));
   assert.ok(sinkAfter.includes('sink_commits_total{status="ok"}'));
+  // The copies of the topics, read from Kafka's metadata at start (one broker here: 1 of 1).
+  assert.is(sample(sinkAfter, "sink_kafka_partition_replicas", `${produced},partition="0"`), 1);
+  assert.is(sample(sinkAfter, "sink_kafka_partition_in_sync_replicas", `${produced},partition="0"`), 1);
+  assert.not.ok(sinkAfter.includes("sink_clickhouse_replicas{"), "one ClickHouse server: no replicated table");
   for (const text of [ingestAfter, sinkAfter]) {
     assert.not.ok(
       text.includes("ws-test") || text.includes("test-key") || text.includes("u-metrics"),

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, stopService, waitFor } from "../../support/harness";
+import { basic, sinkPort, stopService, waitFor } from "../../support/harness";
 import { sleep, verdict } from "../node/scenarios";
 import { Traffic } from "../node/traffic";
 import { CLUSTER_DIR, clusterSh, clusterStack } from "./cluster";
@@ -64,7 +64,20 @@ cluster("one ClickHouse replica stopped 60 s under load, then restarted and caug
   await clusterSh("clickhouse", "3", "stop");
   const stoppedAt = Date.now();
   const rowsAtStop = await localRows(4, userId);
-  await sleep(60_000);
+  // The sink reads the shards' replicas every 15 s (sink/redundancy.ts): shard 2's tables show 1 of 2 up.
+  const metricsUrl = `http://127.0.0.1:${await sinkPort(stack.sink!)}/metrics`;
+  const down = await waitFor(
+    "the sink reports shard 2's replica down",
+    async () => {
+      const text = await (await fetch(metricsUrl)).text();
+      const active = /^sink_clickhouse_replicas_active\{path="([^"]*events_local)",replica="[^"]*"\} 1$/m.exec(text);
+      const total = active && new RegExp(`^sink_clickhouse_replicas\\{path="${active[1]}",replica="[^"]*"\\} 2$`, "m").test(text);
+      return total ? active[1] : undefined;
+    },
+    40_000,
+  );
+  console.log(`  the sink reported ${down}: 1 of 2 replicas up`);
+  await sleep(Math.max(0, 60_000 - (Date.now() - stoppedAt)));
   const rowsBeforeRestart = await localRows(4, userId);
   const during = t.figures();
   await clusterSh("clickhouse", "3", "start");
