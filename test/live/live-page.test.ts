@@ -226,12 +226,18 @@ view("two ingest processes: the messages each of them acknowledged appear", asyn
   await waitFor("both ingest workers listening", async () => (listening().size >= 2 ? true : undefined), 30_000);
   const statuses = await Promise.all(Array.from({ length: 40 }, (_, n) => post(n)));
   assert.ok(statuses.every((s) => s === 200));
-  const pids = new Set(
-    stack
-      .ingest!.output()
-      .split("\n")
-      .filter((l) => l.includes('"msg":"request"') && l.includes('"route":"/v1/track"'))
-      .map((l) => (JSON.parse(l) as { pid: number }).pid),
+  // Each worker logs a request before answering it, but its line reaches this process's pipe when
+  // it reaches it: read until both workers' lines are in (or the wait's end says how many were).
+  const served = () =>
+    new Set(
+      stack
+        .ingest!.output()
+        .split("\n")
+        .filter((l) => l.includes('"msg":"request"') && l.includes(`"route":"/v1/track"`))
+        .map((l) => (JSON.parse(l) as { pid: number }).pid),
+    );
+  const pids = await waitFor("both workers' request lines", async () => (served().size >= 2 ? served() : undefined), 10_000).catch(() =>
+    served(),
   );
   assert.ok(pids.size >= 2, `requests served by ${pids.size} process(es)`);
   await livePage.waitForFunction(
