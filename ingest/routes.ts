@@ -19,9 +19,6 @@ import { sortBatch, validateSingle, type RejectedItem, type Validation, type Val
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
 export const PREFIXES = ["/api/public/apps", "/v1"] as const;
 
-/** The single-message routes. */
-export const SINGLE_TYPES: readonly MessageType[] = MESSAGE_TYPES;
-
 /** What a route's body holds: messages to accept, items refused, and the batch defaults. */
 export interface Sorted {
   messages: Message[];
@@ -64,7 +61,7 @@ export interface Route {
 /** Every POST route: both prefixes' named routes, and the aliases under `/v1`. */
 export function routeTable(limits: { maxBatchMessages: number; maxRequestBytes: number }): Route[] {
   const batch = batchSorter(limits);
-  const sorters = Object.fromEntries(SINGLE_TYPES.map((type) => [type, singleSorter(type)])) as Record<MessageType, Route["sort"]>;
+  const sorters = Object.fromEntries(MESSAGE_TYPES.map((type) => [type, singleSorter(type)])) as Record<MessageType, Route["sort"]>;
   const route = (path: string, kind: MessageType | "batch"): Route => ({
     path,
     kind,
@@ -72,7 +69,7 @@ export function routeTable(limits: { maxBatchMessages: number; maxRequestBytes: 
     successBody: path.startsWith("/v1/") ? SEGMENT_SUCCESS : "",
   });
   return [
-    ...PREFIXES.flatMap((prefix) => [route(`${prefix}/batch`, "batch"), ...SINGLE_TYPES.map((type) => route(`${prefix}/${type}`, type))]),
+    ...PREFIXES.flatMap((prefix) => [route(`${prefix}/batch`, "batch"), ...MESSAGE_TYPES.map((type) => route(`${prefix}/${type}`, type))]),
     ...Object.entries(ALIASES).map(([alias, kind]) => route(`/v1/${alias}`, kind)),
   ];
 }
