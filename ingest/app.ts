@@ -3,7 +3,8 @@
  * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
  * unless the broker acknowledged every record of the request.
  */
-import { namesNoKey, type WriteKeys, type AuthHeaders } from "./auth";
+import { namesNoKey, scanWriteKeys, type WriteKeys, type AuthHeaders, type AuthResult } from "./auth";
+import { networkOf, type UnkeyedGate, type UnkeyedAccount } from "./networks";
 import { type EventRecord } from "../schemas/envelope";
 import { type TokenBuckets, emptyBucket } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
@@ -23,8 +24,11 @@ import {
   answerError,
   type ErrorBody,
   methodNotAllowed,
+  unkeyedLimited,
+  hostNotAllowed,
+  unauthorized,
 } from "./errors";
-import { settingsDocument, publicAddress } from "./settings";
+import { settingsDocument, publicAddress, type HostPolicy } from "./settings";
 import { InflightBudget, senderCap, type Lease } from "./budget";
 import { type Route, refusedWhole, routeTable, toRecords, withoutNonFinite, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
@@ -73,6 +77,16 @@ export interface AppDeps {
   retryAfterSeconds: number;
   /** PUBLIC_URL: the address SDKs send to, in the settings document; unset, the request's own. */
   publicUrl?: string;
+  /**
+   * Hosts the settings document may name when PUBLIC_URL is unset (INGEST_ALLOWED_HOSTS; see
+   * ingest/settings.ts publicAddress): absent, loopback names and IP literals only.
+   */
+  allowedHosts?: HostPolicy;
+  /**
+   * The work of requests whose writeKey is not checked yet, charged by client network
+   * (ingest/networks.ts); absent: not charged (unit tests of other parts).
+   */
+  unkeyedGate?: UnkeyedGate;
   /** Per-workspace rate limit of batch items (RATE_LIMIT_PER_SECOND; ingest/ratelimit.ts). */
   rateLimit: TokenBuckets;
   /** Per-workspace rate limit of decoded body bytes, paid by every body read (RATE_LIMIT_BYTES_PER_SECOND). */
@@ -127,7 +141,16 @@ export function createApp(deps: AppDeps): Koa {
   // The settings analytics.js and the mobile SDKs load first (their CDN's path, under /v1).
   router.get("/v1/projects/:writeKey/settings", (ctx) => {
     const writeKey = ctx.params.writeKey!;
-    if (deps.writeKeys.workspaceOf(writeKey) === undefined) throw unknownProject();
+    const network = networkOf(ctx.ip);
+    const now = performance.now();
+    const lookUp = deps.unkeyedGate?.mayLookUp(network, now);
+    if (lookUp !== undefined && !lookUp.ok) throw unkeyedLimited(lookUp.retryAfterSeconds, lookUp.bucket);
+    if (deps.writeKeys.workspaceOf(writeKey) === undefined) {
+      deps.unkeyedGate?.fail(network, now);
+      throw unknownProject();
+    }
+    const address = publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }, deps.allowedHosts);
+    if (address === undefined) throw hostNotAllowed(ctx.host);
     if (deps.publicUrl) {
       ctx.set("Cache-Control", `public, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
     } else {
@@ -137,7 +160,7 @@ export function createApp(deps: AppDeps): Koa {
       ctx.vary("X-Forwarded-Host");
       ctx.vary("X-Forwarded-Proto");
     }
-    ctx.body = settingsDocument(writeKey, publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }));
+    ctx.body = settingsDocument(writeKey, address);
   });
 
   const budget = new InflightBudget(
@@ -164,10 +187,18 @@ export function createApp(deps: AppDeps): Koa {
   const ingest = (route: Route) => async (ctx: Koa.Context) => {
     const receivedAt = new Date().toISOString();
     const headers = ctx.headers as AuthHeaders;
+    const gate = deps.unkeyedGate;
+    const network = networkOf(ctx.ip);
     // A bad header fails before the body is read; a good one makes the request keyed from the start.
     const keyed = headers.authorization !== undefined || headers.publicwritekey !== undefined;
+    if (keyed && gate !== undefined) {
+      // A network that failed too often has no key looked up, valid or not (a guesser learns nothing).
+      const lookUp = gate.mayLookUp(network, performance.now());
+      if (!lookUp.ok) throw unkeyedLimited(lookUp.retryAfterSeconds, lookUp.bucket);
+    }
     const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
     if (headerAuth !== undefined) {
+      if (!headerAuth.ok) gate?.fail(network, performance.now());
       assertAuthenticated(headerAuth);
       const room = emptyBucket(deps.rateLimit, deps.bytesLimit, headerAuth.workspaceId, performance.now());
       if (!room.ok) {
@@ -175,24 +206,51 @@ export function createApp(deps: AppDeps): Koa {
         throw rateLimited(room.retryAfterSeconds, room.bucket);
       }
     }
-    // The sender whose arriving bodies share a cap: the key header's workspace, else the client's address.
-    const lease = budget.open(keyed, headerAuth?.ok ? `w:${headerAuth.workspaceId}` : `ip:${ctx.ip}`);
+    // No key header: the body is read at its network's expense until its key checks out.
+    let account: UnkeyedAccount | undefined;
+    if (!keyed && gate !== undefined) {
+      const admitted = gate.admit(network, performance.now());
+      if (!admitted.ok) {
+        deps.metrics.requestsUnread.inc({ bucket: `unkeyed_${admitted.bucket}` });
+        throw unkeyedLimited(admitted.retryAfterSeconds, admitted.bucket);
+      }
+      account = admitted.account;
+    }
+    // The sender whose arriving bodies share a cap: the key header's workspace, else the client's network.
+    const lease = budget.open(keyed, headerAuth?.ok ? `w:${headerAuth.workspaceId}` : `n:${network}`);
+    /** The body's key is decided: an unknown one is one failure of the network, a known one gives its bytes back. */
+    const decided = (auth: AuthResult) => {
+      if (auth.ok) account?.keyed(performance.now());
+      else account?.failed(performance.now());
+    };
     // Decoded bytes are paid once: below, once the key is known, or in `finally` by the key header's workspace.
     let decoded = 0;
     let unpaid = headerAuth?.workspaceId;
     try {
-      const body = await readJson(
-        ctx,
-        limits,
-        deps.bodyTimeoutMs,
-        (n) => charge(lease, n),
-        (n) => (decoded += n),
-        () => lease.markArrived(),
-      );
+      const body = await readJson(ctx, limits, {
+        bodyTimeoutMs: deps.bodyTimeoutMs,
+        charge: (n) => {
+          const paid = account?.charge(n, performance.now());
+          if (paid !== undefined && !paid.ok) return unkeyedLimited(paid.retryAfterSeconds, paid.bucket);
+          return charge(lease, n);
+        },
+        decoded: (n) => (decoded += n),
+        arrived: () => lease.markArrived(),
+        signal: lease.signal,
+        // No key header: a body whose every writeKey is unknown is refused before it is parsed.
+        beforeParse: (text) => {
+          if (keyed) return undefined;
+          const early = surelyUnknown(text, deps.writeKeys);
+          if (early === undefined) return undefined;
+          decided(early);
+          return unauthorized(early.reason);
+        },
+      });
       // A body without a writeKey of its own leaves the header's lookup standing (one SHA-256 a
       // request); one with a writeKey is checked against the header's key and looked up.
       const bodyKey: unknown = body?.writeKey;
       const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
+      decided(auth);
       assertAuthenticated(auth);
       lease.markKeyed();
       unpaid = undefined;
@@ -275,6 +333,18 @@ export function createApp(deps: AppDeps): Koa {
 function tokensOf(route: Route, body: Record<string, unknown> | undefined, limits: Limits): number {
   const items = route.kind === "batch" ? body?.batch : undefined;
   return Array.isArray(items) ? Math.min(limits.maxBatchMessages, Math.max(1, items.length)) : 1;
+}
+
+/**
+ * The refusal of a body with no key header whose writeKeys, read without parsing it
+ * (scanWriteKeys), are surely none or all unknown; undefined when the body may hold a known one
+ * (or the scan cannot tell), and it is parsed.
+ */
+function surelyUnknown(text: string, writeKeys: WriteKeys): Extract<AuthResult, { ok: false }> | undefined {
+  const scanned = scanWriteKeys(text);
+  if (!scanned.complete) return undefined;
+  if (scanned.keys.some((key) => writeKeys.workspaceOf(key) !== undefined)) return undefined;
+  return { ok: false, reason: scanned.keys.length === 0 ? "missing" : "unknown" };
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

@@ -17,6 +17,7 @@ import type Koa from "koa";
 import {
   bodyAborted,
   bodyTimeout,
+  bodyTooSlow,
   HttpError,
   invalidEncoding,
   invalidJson,
@@ -47,6 +48,8 @@ export interface BodyOptions {
   charge: (bytes: number) => HttpError | undefined;
   /** Told of each decoded chunk as it is decoded, refused or not (the rate limit's bytes bucket). */
   decoded?: (bytes: number) => void;
+  /** Aborted when the in-flight budget evicted the body (ingest/budget.ts): the read ends with 408 `body_too_slow`. */
+  signal?: AbortSignal;
 }
 
 /** The body as text; rejects with a named HttpError (400, 408, 413, 503, or the charge's own). */
@@ -72,6 +75,8 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   };
   const deadline = Date.now() + timeoutMs;
   const timer = setTimeout(() => fail(bodyTimeout(timeoutMs)), timeoutMs);
+  const onEvicted = () => fail(bodyTooSlow());
+  options.signal?.addEventListener("abort", onEvicted, { once: true });
   req.on("close", onClose);
   if (unzip && hold) {
     hold.on("error", onHoldError);
@@ -90,6 +95,7 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
     throw error;
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onEvicted);
     req.off("close", onClose);
     req.unpipe();
     if (hold) {
@@ -218,23 +224,35 @@ const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
   ["deflate", "deflate"],
 ]);
 
+/** How readJson reads one body, beside the request limits. */
+export interface JsonReadOptions {
+  /** The whole body must arrive within this many ms (INGEST_BODY_TIMEOUT_MS); else 408. */
+  bodyTimeoutMs: number;
+  /** Charges bytes before they are kept (BodyOptions), then the parsed size's estimate. */
+  charge: (bytes: number) => HttpError | undefined;
+  /** Told of each decoded chunk (BodyOptions). */
+  decoded?: (bytes: number) => void;
+  /** Called once the whole body has been read, before the parsed size is charged. */
+  arrived?: () => void;
+  /** Aborted when the budget evicted the body (BodyOptions): 408. */
+  signal?: AbortSignal;
+  /**
+   * Looks at the text before it is scanned and parsed; an HttpError refuses the body there (a
+   * body whose writeKey is surely unknown: ingest/auth.ts scanWriteKeys).
+   */
+  beforeParse?: (text: string) => HttpError | undefined;
+}
+
 /**
  * Checks Content-Type and Content-Encoding, reads the body (ingest/body.ts: each decoded chunk
- * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
- * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
- * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
- * them; ClickHouse refuses them); a body holding a number JSON.parse read as Infinity sets
- * `ctx.state.nonFinite` (routes.ts withoutNonFinite). `decoded` is told of each decoded chunk (BodyOptions);
- * `arrived` is called once the whole body has been read, before the parsed size is charged.
+ * goes through `charge` as it arrives; 408 past `bodyTimeoutMs` or when evicted), lets
+ * `beforeParse` refuse the text, refuses nesting over the limit, charges the estimated size of
+ * the parsed value (ingest/budget.ts) before parsing, parses it (failures are 400), and replaces
+ * lone surrogates with U+FFFD (as a browser decodes them; ClickHouse refuses them); a body holding
+ * a number JSON.parse read as Infinity sets `ctx.state.nonFinite` (routes.ts withoutNonFinite).
  */
-export async function readJson(
-  ctx: Koa.Context,
-  limits: Limits,
-  bodyTimeoutMs: number,
-  charge: (bytes: number) => HttpError | undefined,
-  decoded?: (bytes: number) => void,
-  arrived?: () => void,
-): Promise<Record<string, unknown> | undefined> {
+export async function readJson(ctx: Koa.Context, limits: Limits, options: JsonReadOptions): Promise<Record<string, unknown> | undefined> {
+  const { charge } = options;
   // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
   if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
   const type = ctx.request.is(...JSON_TYPES);
@@ -249,11 +267,14 @@ export async function readJson(
     encoding: known,
     charset,
     maxBytes: limits.maxRequestBytes,
-    timeoutMs: bodyTimeoutMs,
+    timeoutMs: options.bodyTimeoutMs,
     charge,
-    decoded,
+    ...(options.decoded ? { decoded: options.decoded } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
-  arrived?.();
+  options.arrived?.();
+  const early = options.beforeParse?.(text);
+  if (early) throw early;
   const shape = jsonShape(text, limits.maxJsonDepth);
   if (shape.tooDeep) throw tooDeep(limits);
   const cost = parsedBytes(shape);

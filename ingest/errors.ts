@@ -115,6 +115,18 @@ export function bodyTimeout(timeoutMs: number): HttpError {
 }
 
 /**
+ * 408 + Connection: close: the body stopped arriving (or crawled) while the in-flight budget was
+ * full, and its room was given to bodies that arrive (ingest/budget.ts evicts such bodies).
+ */
+export function bodyTooSlow(): HttpError {
+  return new HttpError(
+    408,
+    { error: "body_too_slow", message: "the body stopped arriving while others needed the room; send it again in one go" },
+    { Connection: "close" },
+  );
+}
+
+/**
  * 400: a body sent with Content-Encoding gzip or deflate that does not decompress (not that
  * format, or cut short); `detail` is zlib's reason ("incorrect header check", "unexpected end of file").
  */
@@ -140,9 +152,14 @@ export function tooDeep(limits: ErrorLimits): HttpError {
   return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
 }
 
+/** 401: the request's writeKey is missing, unreadable, conflicting or unknown. */
+export function unauthorized(reason: Extract<AuthResult, { ok: false }>["reason"]): HttpError {
+  return new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[reason] });
+}
+
 /** Throws 401 unless the request authenticated; narrows `auth` to its workspace. */
 export function assertAuthenticated(auth: AuthResult): asserts auth is Extract<AuthResult, { ok: true }> {
-  if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
+  if (!auth.ok) throw unauthorized(auth.reason);
 }
 
 /** 400: the request has no body. */
@@ -218,6 +235,34 @@ export function rateLimited(retryAfterSeconds: number, over: "items" | "bytes" =
     { error: "rate_limited", message: `this writeKey sends more ${what} per second than allowed; retry after Retry-After seconds` },
     { "Retry-After": String(retryAfterSeconds) },
   );
+}
+
+/**
+ * 429 + Retry-After: the client's network (IPv4 /24, IPv6 /64) made too many requests that no
+ * writeKey vouched for: authentication failures (`failures`), or bytes of bodies without a
+ * checked key (`bytes`, or `process` when every network's together ran out). Answered before the
+ * key is looked up or the body read (ingest/networks.ts).
+ */
+export function unkeyedLimited(retryAfterSeconds: number, bucket: "failures" | "bytes" | "process"): HttpError {
+  const what =
+    bucket === "failures" ? "too many requests with a missing or unknown writeKey" : "too many body bytes without a known writeKey";
+  return new HttpError(
+    429,
+    { error: "rate_limited", message: `this network sent ${what}; retry after Retry-After seconds` },
+    { "Retry-After": String(retryAfterSeconds) },
+  );
+}
+
+/**
+ * 421: the settings document was asked for under a Host that is neither PUBLIC_URL's nor one of
+ * INGEST_ALLOWED_HOSTS (nor, with neither set, a loopback name or an IP literal): its `apiHost`
+ * would send the SDK's events wherever the request's Host said. The Host is not echoed.
+ */
+export function hostNotAllowed(host: string): HttpError {
+  return new HttpError(421, {
+    error: "host_not_allowed",
+    message: `this Host (${host.length} characters) is not one the settings may name; set PUBLIC_URL or INGEST_ALLOWED_HOSTS`,
+  });
 }
 
 /** 404: the settings of a writeKey that is not configured (the key itself is never echoed). */
