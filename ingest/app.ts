@@ -4,7 +4,7 @@
  * unless the broker acknowledged every record of the request.
  */
 import { namesNoKey, scanWriteKeys, type WriteKeys, type AuthHeaders, type AuthResult } from "./auth";
-import { networkOf, type UnkeyedGate, type UnkeyedAccount } from "./networks";
+import { networkOf, Throttle, type GateRefusal, type UnkeyedGate, type UnkeyedAccount } from "./networks";
 import { type EventRecord } from "../schemas/envelope";
 import { type TokenBuckets, emptyBucket } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
@@ -139,12 +139,21 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = deps.openapi;
   });
   // The settings analytics.js and the mobile SDKs load first (their CDN's path, under /v1).
-  router.get("/v1/projects/:writeKey/settings", (ctx) => {
+  const throttle = new Throttle();
+  /** A network's 429 (ingest/networks.ts), answered after the throttle's wait, or at once with the connection closed. */
+  const refuseNetwork = async (ctx: Koa.Context, network: string, refusal: GateRefusal): Promise<never> => {
+    deps.metrics.requestsUnread.inc({ bucket: `unkeyed_${refusal.bucket}` });
+    const waited = await throttle.hold(network);
+    const error = unkeyedLimited(refusal.retryAfterSeconds, refusal.bucket);
+    if (!waited) error.headers.Connection = "close";
+    throw error;
+  };
+  router.get("/v1/projects/:writeKey/settings", async (ctx) => {
     const writeKey = ctx.params.writeKey!;
     const network = networkOf(ctx.ip);
     const now = performance.now();
     const lookUp = deps.unkeyedGate?.mayLookUp(network, now);
-    if (lookUp !== undefined && !lookUp.ok) throw unkeyedLimited(lookUp.retryAfterSeconds, lookUp.bucket);
+    if (lookUp !== undefined && !lookUp.ok) return refuseNetwork(ctx, network, lookUp);
     if (deps.writeKeys.workspaceOf(writeKey) === undefined) {
       deps.unkeyedGate?.fail(network, now);
       throw unknownProject();
@@ -194,7 +203,7 @@ export function createApp(deps: AppDeps): Koa {
     if (keyed && gate !== undefined) {
       // A network that failed too often has no key looked up, valid or not (a guesser learns nothing).
       const lookUp = gate.mayLookUp(network, performance.now());
-      if (!lookUp.ok) throw unkeyedLimited(lookUp.retryAfterSeconds, lookUp.bucket);
+      if (!lookUp.ok) return refuseNetwork(ctx, network, lookUp);
     }
     const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
     if (headerAuth !== undefined) {
@@ -210,10 +219,7 @@ export function createApp(deps: AppDeps): Koa {
     let account: UnkeyedAccount | undefined;
     if (!keyed && gate !== undefined) {
       const admitted = gate.admit(network, performance.now());
-      if (!admitted.ok) {
-        deps.metrics.requestsUnread.inc({ bucket: `unkeyed_${admitted.bucket}` });
-        throw unkeyedLimited(admitted.retryAfterSeconds, admitted.bucket);
-      }
+      if (!admitted.ok) return refuseNetwork(ctx, network, admitted);
       account = admitted.account;
     }
     // The sender whose arriving bodies share a cap: the key header's workspace, else the client's network.

@@ -164,3 +164,47 @@ export class UnkeyedGate {
     return this.failures.full(network, nowMs) && this.bytes.full(network, nowMs);
   }
 }
+
+/**
+ * How long a 429 of this gate waits before it is answered, ms: a client that sends again as soon
+ * as it is answered (a flood on a few keep-alive connections) makes at most one request a second
+ * per connection, so its refusals cost next to nothing. A refused client's request holds only its
+ * socket meanwhile (its body is not read).
+ */
+export const THROTTLE_DELAY_MS = 1_000;
+
+/** Refusals one network may have waiting at once; past it they are answered at once, with `Connection: close`. */
+export const THROTTLE_WAITING_PER_NETWORK = 32;
+
+/** The wait before a network's 429 (see THROTTLE_DELAY_MS), bounded per network. */
+export class Throttle {
+  private readonly waiting = new Map<string, number>();
+
+  constructor(
+    private readonly delayMs = THROTTLE_DELAY_MS,
+    private readonly perNetwork = THROTTLE_WAITING_PER_NETWORK,
+  ) {}
+
+  /**
+   * Waits `delayMs` before `network`'s refusal is answered; resolves false at once (answer now
+   * and close the connection) when the network already has `perNetwork` refusals waiting.
+   */
+  async hold(network: string): Promise<boolean> {
+    const now = this.waiting.get(network) ?? 0;
+    if (now >= this.perNetwork) return false;
+    this.waiting.set(network, now + 1);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      return true;
+    } finally {
+      const left = (this.waiting.get(network) ?? 1) - 1;
+      if (left > 0) this.waiting.set(network, left);
+      else this.waiting.delete(network);
+    }
+  }
+
+  /** Networks with refusals waiting now (the map holds no others). */
+  get networks(): number {
+    return this.waiting.size;
+  }
+}

@@ -4,7 +4,7 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { networkOf, UnkeyedGate, type GateSettings } from "../../../ingest/networks";
+import { networkOf, Throttle, UnkeyedGate, type GateSettings } from "../../../ingest/networks";
 
 const SETTINGS: GateSettings = {
   failuresPerSecond: 1,
@@ -83,6 +83,15 @@ test("memory: at most maxNetworks networks are remembered; a forgotten one start
   gate.fail(networkOf("10.2.0.1"), 0);
   gate.fail(networkOf("10.3.0.1"), 0);
   assert.ok(gate.mayLookUp(first, 0).ok, "the least recently seen network was forgotten");
+});
+
+test("throttle: a network's refusals wait, at most a few at once; past that they are answered at once", async () => {
+  const throttle = new Throttle(30, 2);
+  const started = performance.now();
+  const held = await Promise.all([throttle.hold("a"), throttle.hold("a"), throttle.hold("a"), throttle.hold("b")]);
+  assert.equal(held, [true, true, false, true], "the third of network a is not held");
+  assert.ok(performance.now() - started >= 25, "the held ones waited");
+  assert.is(throttle.networks, 0, "nothing is remembered once answered");
 });
 
 test.run();
