@@ -3,17 +3,18 @@
  * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
  * unless the broker acknowledged every record of the request.
  */
-import { namesNoKey, scanWriteKeys, type WriteKeys, type AuthHeaders, type AuthResult } from "./auth";
-import { networkOf, Throttle, type GateRefusal, type UnkeyedGate, type UnkeyedAccount } from "./networks";
+import { namesNoKey, type WriteKeys, type AuthHeaders, type AuthResult } from "./auth";
+import { type UnkeyedGate } from "./networks";
+import { admitPost, networkRefusal, surelyUnknown } from "./unkeyed";
+import { settingsRoute } from "./settings-route";
 import { type EventRecord } from "../schemas/envelope";
-import { type TokenBuckets, emptyBucket } from "./ratelimit";
+import { type TokenBuckets } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
 import { type PrivacyList } from "../schemas/privacy/list";
 import { type Logger } from "pino";
 import Koa from "koa";
 import Router from "@koa/router";
 import {
-  unknownProject,
   type HttpError,
   overloaded,
   tooCostly,
@@ -21,20 +22,19 @@ import {
   invalidBody,
   rateLimited,
   notFound,
-  answerError,
   type ErrorBody,
   methodNotAllowed,
   unkeyedLimited,
-  hostNotAllowed,
   unauthorized,
 } from "./errors";
-import { settingsDocument, publicAddress, type HostPolicy } from "./settings";
+import { type HostPolicy } from "./settings";
 import { InflightBudget, senderCap, type Lease } from "./budget";
 import { type Route, refusedWhole, routeTable, toRecords, withoutNonFinite, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
+import { answerError } from "./answer";
 import { issuesOf } from "./validate";
 import type { Limits } from "./limits";
 
@@ -109,14 +109,6 @@ export interface AppDeps {
  */
 export const REJECTED_HEADER = "X-Rejected-Messages";
 
-/**
- * How long a settings document may be kept, s (writeKeys and the address rarely change): by any
- * cache when PUBLIC_URL fixes the address in it, else only by the browser that asked (the
- * address comes from the request's Host or X-Forwarded-Host, so a shared cache could serve one
- * client's address to all).
- */
-const SETTINGS_MAX_AGE_SECONDS = 300;
-
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustedProxies > 0, maxIpsCount: deps.trustedProxies });
@@ -138,39 +130,9 @@ export function createApp(deps: AppDeps): Koa {
   router.get("/openapi.json", (ctx) => {
     ctx.body = deps.openapi;
   });
+  const refuseNetwork = networkRefusal(deps.metrics);
   // The settings analytics.js and the mobile SDKs load first (their CDN's path, under /v1).
-  const throttle = new Throttle();
-  /** A network's 429 (ingest/networks.ts), answered after the throttle's wait, or at once with the connection closed. */
-  const refuseNetwork = async (ctx: Koa.Context, network: string, refusal: GateRefusal): Promise<never> => {
-    deps.metrics.requestsUnread.inc({ bucket: `unkeyed_${refusal.bucket}` });
-    const waited = await throttle.hold(network);
-    const error = unkeyedLimited(refusal.retryAfterSeconds, refusal.bucket);
-    if (!waited) error.headers.Connection = "close";
-    throw error;
-  };
-  router.get("/v1/projects/:writeKey/settings", async (ctx) => {
-    const writeKey = ctx.params.writeKey!;
-    const network = networkOf(ctx.ip);
-    const now = performance.now();
-    const lookUp = deps.unkeyedGate?.mayLookUp(network, now);
-    if (lookUp !== undefined && !lookUp.ok) return refuseNetwork(ctx, network, lookUp);
-    if (deps.writeKeys.workspaceOf(writeKey) === undefined) {
-      deps.unkeyedGate?.fail(network, now);
-      throw unknownProject();
-    }
-    const address = publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }, deps.allowedHosts);
-    if (address === undefined) throw hostNotAllowed(ctx.host);
-    if (deps.publicUrl) {
-      ctx.set("Cache-Control", `public, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
-    } else {
-      ctx.set("Cache-Control", `private, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
-      // Koa reads X-Forwarded-Host and -Proto only behind trusted proxies; naming them costs nothing otherwise.
-      ctx.vary("Host");
-      ctx.vary("X-Forwarded-Host");
-      ctx.vary("X-Forwarded-Proto");
-    }
-    ctx.body = settingsDocument(writeKey, address);
-  });
+  router.get("/v1/projects/:writeKey/settings", settingsRoute(deps, refuseNetwork));
 
   const budget = new InflightBudget(
     deps.maxInflightBytes,
@@ -196,32 +158,7 @@ export function createApp(deps: AppDeps): Koa {
   const ingest = (route: Route) => async (ctx: Koa.Context) => {
     const receivedAt = new Date().toISOString();
     const headers = ctx.headers as AuthHeaders;
-    const gate = deps.unkeyedGate;
-    const network = networkOf(ctx.ip);
-    // A bad header fails before the body is read; a good one makes the request keyed from the start.
-    const keyed = headers.authorization !== undefined || headers.publicwritekey !== undefined;
-    if (keyed && gate !== undefined) {
-      // A network that failed too often has no key looked up, valid or not (a guesser learns nothing).
-      const lookUp = gate.mayLookUp(network, performance.now());
-      if (!lookUp.ok) return refuseNetwork(ctx, network, lookUp);
-    }
-    const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
-    if (headerAuth !== undefined) {
-      if (!headerAuth.ok) gate?.fail(network, performance.now());
-      assertAuthenticated(headerAuth);
-      const room = emptyBucket(deps.rateLimit, deps.bytesLimit, headerAuth.workspaceId, performance.now());
-      if (!room.ok) {
-        deps.metrics.requestsUnread.inc({ bucket: room.bucket });
-        throw rateLimited(room.retryAfterSeconds, room.bucket);
-      }
-    }
-    // No key header: the body is read at its network's expense until its key checks out.
-    let account: UnkeyedAccount | undefined;
-    if (!keyed && gate !== undefined) {
-      const admitted = gate.admit(network, performance.now());
-      if (!admitted.ok) return refuseNetwork(ctx, network, admitted);
-      account = admitted.account;
-    }
+    const { network, keyed, headerAuth, account } = await admitPost(headers, ctx.ip, deps, refuseNetwork);
     // The sender whose arriving bodies share a cap: the key header's workspace, else the client's network.
     const lease = budget.open(keyed, headerAuth?.ok ? `w:${headerAuth.workspaceId}` : `n:${network}`);
     /** The body's key is decided: an unknown one is one failure of the network, a known one gives its bytes back. */
@@ -339,18 +276,6 @@ export function createApp(deps: AppDeps): Koa {
 function tokensOf(route: Route, body: Record<string, unknown> | undefined, limits: Limits): number {
   const items = route.kind === "batch" ? body?.batch : undefined;
   return Array.isArray(items) ? Math.min(limits.maxBatchMessages, Math.max(1, items.length)) : 1;
-}
-
-/**
- * The refusal of a body with no key header whose writeKeys, read without parsing it
- * (scanWriteKeys), are surely none or all unknown; undefined when the body may hold a known one
- * (or the scan cannot tell), and it is parsed.
- */
-function surelyUnknown(text: string, writeKeys: WriteKeys): Extract<AuthResult, { ok: false }> | undefined {
-  const scanned = scanWriteKeys(text);
-  if (!scanned.complete) return undefined;
-  if (scanned.keys.some((key) => writeKeys.workspaceOf(key) !== undefined)) return undefined;
-  return { ok: false, reason: scanned.keys.length === 0 ? "missing" : "unknown" };
 }
 
 /** `::ffff:1.2.3.4` -> `1.2.3.4`; empty -> undefined. */

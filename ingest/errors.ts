@@ -1,10 +1,8 @@
 /**
  * Error answers of the ingest: every refusal is a JSON body `{ error, message, issues? }` with a
  * status saying whose fault it is. Client mistakes are 4xx as they are; Kafka failing or too slow
- * is 503 with Retry-After (retriable); anything else is a logged 500.
+ * is 503 with Retry-After (retriable); anything else is a logged 500 (ingest/answer.ts sorts them).
  */
-import type Koa from "koa";
-import type { Logger } from "pino";
 import type { AuthResult } from "./auth";
 import type { ValidationIssue } from "./validate";
 import type { tags } from "typia";
@@ -89,7 +87,7 @@ export function overloaded(retryAfterSeconds: number): HttpError {
 /**
  * 413: the body would take more memory once parsed than one request may ever hold (16 times
  * MAX_REQUEST_BYTES, or its share of INGEST_MAX_INFLIGHT_BYTES); retrying cannot help. `bytes`
- * is the estimate of ingest/budget.ts.
+ * is the estimate of ingest/parsed-size.ts.
  */
 export function tooCostly(bytes: number, capacity: number): HttpError {
   return new HttpError(413, {
@@ -175,7 +173,7 @@ export function unsupportedMediaType(): HttpError {
   });
 }
 
-/** 415: a Content-Type charset other than UTF-8 or a Latin-1 label (ingest/body.ts bodyCharset). */
+/** 415: a Content-Type charset other than UTF-8 or a Latin-1 label (ingest/charset.ts bodyCharset). */
 export function unsupportedCharset(charset: string): HttpError {
   return new HttpError(415, {
     error: "unsupported_charset",
@@ -273,45 +271,4 @@ export function unknownProject(): HttpError {
 /** 404: no route for this method and path. */
 export function notFound(method: string, path: string): HttpError {
   return new HttpError(404, { error: "not_found", message: `no route ${method} ${path}` });
-}
-
-/** Sorts a failure into the answer: client errors as they are, Kafka trouble 503, the rest 500. */
-export function answerError(ctx: Koa.Context, error: unknown, retryAfterSeconds: number, limits: ErrorLimits, log: Logger): void {
-  if (error instanceof HttpError) {
-    ctx.status = error.status;
-    ctx.set(error.headers);
-    ctx.body = error.body;
-    return;
-  }
-  const status = (error as { status?: unknown }).status;
-  if (typeof status === "number" && status >= 400 && status < 500) {
-    ctx.status = status;
-    ctx.body = parseErrorBody(status, error as Error, limits);
-    return;
-  }
-  if (isKafkaUnavailable(error)) {
-    log.warn({ err: error }, "produce failed; answering 503");
-    ctx.status = 503;
-    ctx.set("Retry-After", String(retryAfterSeconds));
-    ctx.body = { error: "unavailable", message: "events could not be stored now; retry later" } satisfies ErrorBody;
-    return;
-  }
-  log.error({ err: error }, "unexpected error");
-  ctx.status = 500;
-  ctx.body = { error: "internal", message: "internal error" } satisfies ErrorBody;
-}
-
-/** Failures of HTTP libraries that carry a 4xx `status` (raw-body's, Koa's) as error bodies. */
-function parseErrorBody(status: number, error: Error, limits: ErrorLimits): ErrorBody {
-  if (status === 413) return payloadTooLarge(limits.maxRequestBytes).body;
-  if (status === 415) return { error: "unsupported_encoding", message: error.message };
-  if (status === 400 && error instanceof RangeError) return tooDeep(limits).body;
-  if (status === 400) return invalidJson(error.message).body;
-  return { error: "bad_request", message: error.message };
-}
-
-/** ProduceTimeoutError and every kafkajs error (their names start with KafkaJS). */
-function isKafkaUnavailable(error: unknown): boolean {
-  const name = (error as { name?: unknown }).name;
-  return typeof name === "string" && (name === "ProduceTimeoutError" || name.startsWith("KafkaJS"));
 }

@@ -1,17 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import {
-  CONTAINER_BYTES,
-  IDLE_MS,
-  InflightBudget,
-  MIN_ARRIVAL_BYTES_PER_SECOND,
-  UNKEYED_SHARE,
-  parsedBytes,
-  parsedLimit,
-  SENDER_SHARE,
-  senderCap,
-  VALUE_BYTES,
-} from "../../../ingest/budget";
+import { IDLE_MS, InflightBudget, MIN_ARRIVAL_BYTES_PER_SECOND, UNKEYED_SHARE, SENDER_SHARE, senderCap } from "../../../ingest/budget";
+import { CONTAINER_BYTES, parsedBytes, parsedLimit, VALUE_BYTES } from "../../../ingest/parsed-size";
 import { jsonShape } from "../../../ingest/validate";
 
 test("leases grow as bytes arrive and share one budget with the producer's held bytes; a release frees exactly once", () => {
