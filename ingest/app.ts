@@ -3,16 +3,18 @@
  * produce. Kafka failing or too slow is answered 503 with Retry-After; nothing is answered 2xx
  * unless the broker acknowledged every record of the request.
  */
-import { namesNoKey, type WriteKeys, type AuthHeaders } from "./auth";
+import { namesNoKey, type WriteKeys, type AuthHeaders, type AuthResult } from "./auth";
+import { type UnkeyedGate } from "./networks";
+import { admitPost, networkRefusal, surelyUnknown } from "./unkeyed";
+import { settingsRoute } from "./settings-route";
 import { type EventRecord } from "../schemas/envelope";
-import { type TokenBuckets, emptyBucket } from "./ratelimit";
+import { type TokenBuckets } from "./ratelimit";
 import { type IngestMetrics } from "./metrics";
 import { type PrivacyList } from "../schemas/privacy/list";
 import { type Logger } from "pino";
 import Koa from "koa";
 import Router from "@koa/router";
 import {
-  unknownProject,
   type HttpError,
   overloaded,
   tooCostly,
@@ -20,17 +22,19 @@ import {
   invalidBody,
   rateLimited,
   notFound,
-  answerError,
   type ErrorBody,
   methodNotAllowed,
+  unkeyedLimited,
+  unauthorized,
 } from "./errors";
-import { settingsDocument, publicAddress } from "./settings";
+import { type HostPolicy } from "./settings";
 import { InflightBudget, senderCap, type Lease } from "./budget";
 import { type Route, refusedWhole, routeTable, toRecords, withoutNonFinite, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./body";
+import { answerError } from "./answer";
 import { issuesOf } from "./validate";
 import type { Limits } from "./limits";
 
@@ -73,6 +77,16 @@ export interface AppDeps {
   retryAfterSeconds: number;
   /** PUBLIC_URL: the address SDKs send to, in the settings document; unset, the request's own. */
   publicUrl?: string;
+  /**
+   * Hosts the settings document may name when PUBLIC_URL is unset (INGEST_ALLOWED_HOSTS; see
+   * ingest/settings.ts publicAddress): absent, loopback names and IP literals only.
+   */
+  allowedHosts?: HostPolicy;
+  /**
+   * The work of requests whose writeKey is not checked yet, charged by client network
+   * (ingest/networks.ts); absent: not charged (unit tests of other parts).
+   */
+  unkeyedGate?: UnkeyedGate;
   /** Per-workspace rate limit of batch items (RATE_LIMIT_PER_SECOND; ingest/ratelimit.ts). */
   rateLimit: TokenBuckets;
   /** Per-workspace rate limit of decoded body bytes, paid by every body read (RATE_LIMIT_BYTES_PER_SECOND). */
@@ -95,14 +109,6 @@ export interface AppDeps {
  */
 export const REJECTED_HEADER = "X-Rejected-Messages";
 
-/**
- * How long a settings document may be kept, s (writeKeys and the address rarely change): by any
- * cache when PUBLIC_URL fixes the address in it, else only by the browser that asked (the
- * address comes from the request's Host or X-Forwarded-Host, so a shared cache could serve one
- * client's address to all).
- */
-const SETTINGS_MAX_AGE_SECONDS = 300;
-
 /** Builds the ingest Koa app. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustedProxies > 0, maxIpsCount: deps.trustedProxies });
@@ -124,21 +130,9 @@ export function createApp(deps: AppDeps): Koa {
   router.get("/openapi.json", (ctx) => {
     ctx.body = deps.openapi;
   });
+  const refuseNetwork = networkRefusal(deps.metrics);
   // The settings analytics.js and the mobile SDKs load first (their CDN's path, under /v1).
-  router.get("/v1/projects/:writeKey/settings", (ctx) => {
-    const writeKey = ctx.params.writeKey!;
-    if (deps.writeKeys.workspaceOf(writeKey) === undefined) throw unknownProject();
-    if (deps.publicUrl) {
-      ctx.set("Cache-Control", `public, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
-    } else {
-      ctx.set("Cache-Control", `private, max-age=${SETTINGS_MAX_AGE_SECONDS}`);
-      // Koa reads X-Forwarded-Host and -Proto only behind trusted proxies; naming them costs nothing otherwise.
-      ctx.vary("Host");
-      ctx.vary("X-Forwarded-Host");
-      ctx.vary("X-Forwarded-Proto");
-    }
-    ctx.body = settingsDocument(writeKey, publicAddress(deps.publicUrl, { protocol: ctx.protocol, host: ctx.host }));
-  });
+  router.get("/v1/projects/:writeKey/settings", settingsRoute(deps, refuseNetwork));
 
   const budget = new InflightBudget(
     deps.maxInflightBytes,
@@ -164,35 +158,42 @@ export function createApp(deps: AppDeps): Koa {
   const ingest = (route: Route) => async (ctx: Koa.Context) => {
     const receivedAt = new Date().toISOString();
     const headers = ctx.headers as AuthHeaders;
-    // A bad header fails before the body is read; a good one makes the request keyed from the start.
-    const keyed = headers.authorization !== undefined || headers.publicwritekey !== undefined;
-    const headerAuth = keyed ? deps.writeKeys.authenticate(headers) : undefined;
-    if (headerAuth !== undefined) {
-      assertAuthenticated(headerAuth);
-      const room = emptyBucket(deps.rateLimit, deps.bytesLimit, headerAuth.workspaceId, performance.now());
-      if (!room.ok) {
-        deps.metrics.requestsUnread.inc({ bucket: room.bucket });
-        throw rateLimited(room.retryAfterSeconds, room.bucket);
-      }
-    }
-    // The sender whose arriving bodies share a cap: the key header's workspace, else the client's address.
-    const lease = budget.open(keyed, headerAuth?.ok ? `w:${headerAuth.workspaceId}` : `ip:${ctx.ip}`);
+    const { network, keyed, headerAuth, account } = await admitPost(headers, ctx.ip, deps, refuseNetwork);
+    // The sender whose arriving bodies share a cap: the key header's workspace, else the client's network.
+    const lease = budget.open(keyed, headerAuth?.ok ? `w:${headerAuth.workspaceId}` : `n:${network}`);
+    /** The body's key is decided: an unknown one is one failure of the network, a known one gives its bytes back. */
+    const decided = (auth: AuthResult) => {
+      if (auth.ok) account?.keyed(performance.now());
+      else account?.failed(performance.now());
+    };
     // Decoded bytes are paid once: below, once the key is known, or in `finally` by the key header's workspace.
     let decoded = 0;
     let unpaid = headerAuth?.workspaceId;
     try {
-      const body = await readJson(
-        ctx,
-        limits,
-        deps.bodyTimeoutMs,
-        (n) => charge(lease, n),
-        (n) => (decoded += n),
-        () => lease.markArrived(),
-      );
+      const body = await readJson(ctx, limits, {
+        bodyTimeoutMs: deps.bodyTimeoutMs,
+        charge: (n) => {
+          const paid = account?.charge(n, performance.now());
+          if (paid !== undefined && !paid.ok) return unkeyedLimited(paid.retryAfterSeconds, paid.bucket);
+          return charge(lease, n);
+        },
+        decoded: (n) => (decoded += n),
+        arrived: () => lease.markArrived(),
+        signal: lease.signal,
+        // No key header: a body whose every writeKey is unknown is refused before it is parsed.
+        beforeParse: (text) => {
+          if (keyed) return undefined;
+          const early = surelyUnknown(text, deps.writeKeys);
+          if (early === undefined) return undefined;
+          decided(early);
+          return unauthorized(early.reason);
+        },
+      });
       // A body without a writeKey of its own leaves the header's lookup standing (one SHA-256 a
       // request); one with a writeKey is checked against the header's key and looked up.
       const bodyKey: unknown = body?.writeKey;
       const auth = headerAuth !== undefined && namesNoKey(bodyKey) ? headerAuth : deps.writeKeys.authenticate(headers, bodyKey);
+      decided(auth);
       assertAuthenticated(auth);
       lease.markKeyed();
       unpaid = undefined;

@@ -111,3 +111,50 @@ export function withBodyKey(header: WriteKeyResult, bodyWriteKey: unknown): Writ
   if (!header.ok) return header.reason === "missing" ? { ok: true, writeKey: bodyWriteKey } : header;
   return header.writeKey === bodyWriteKey ? header : { ok: false, reason: "conflict" };
 }
+
+/** Most `"writeKey"` members scanWriteKeys reads before it leaves the question to the parse. */
+const MAX_SCANNED_KEYS = 16;
+
+/** What a JSON text's members named `writeKey` hold, read without parsing it. */
+export interface ScannedKeys {
+  /** The plain string values of every `"writeKey": "..."` member found, at any depth. */
+  keys: string[];
+  /**
+   * True when the body's top-level writeKey, if it has one, is among `keys`: the text holds no
+   * `\u` escape (which could spell the member's name), every `"writeKey"` followed by `:` holds
+   * a plain string, and there are at most MAX_SCANNED_KEYS of them. False: only parsing tells.
+   */
+  complete: boolean;
+}
+
+/**
+ * Finds the writeKeys a body could name before it is parsed: a native search for the member
+ * name, then a look at what follows each. A body of an unknown key is refused on this (no
+ * JSON.parse of a whole batch for a 401), wherever in the body the key sits; a body the scan
+ * cannot settle is parsed as before. Pure.
+ */
+export function scanWriteKeys(text: string): ScannedKeys {
+  const keys: string[] = [];
+  let complete = !text.includes("\\u");
+  const name = '"writeKey"';
+  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + name.length)) {
+    let i = at + name.length;
+    while (isJsonSpace(text.charCodeAt(i))) i++;
+    if (text.charCodeAt(i) !== 0x3a) continue; // a value, not a member name
+    i++;
+    while (isJsonSpace(text.charCodeAt(i))) i++;
+    const end = text.charCodeAt(i) === 0x22 ? text.indexOf('"', i + 1) : -1;
+    const value = end < 0 ? undefined : text.slice(i + 1, end);
+    if (value === undefined || value.includes("\\") || keys.length === MAX_SCANNED_KEYS) {
+      complete = false;
+      break;
+    }
+    keys.push(value);
+  }
+  return { keys, complete };
+}
+
+/** JSON's whitespace: space, tab, line feed, carriage return. */
+function isJsonSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+}

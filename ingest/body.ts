@@ -17,6 +17,7 @@ import type Koa from "koa";
 import {
   bodyAborted,
   bodyTimeout,
+  bodyTooSlow,
   HttpError,
   invalidEncoding,
   invalidJson,
@@ -29,7 +30,8 @@ import {
   unsupportedMediaType,
 } from "./errors";
 import { jsonShape } from "./validate";
-import { parsedBytes, parsedLimit } from "./budget";
+import { parsedBytes, parsedLimit } from "./parsed-size";
+import { bodyCharset, type BodyCharset } from "./charset";
 import { mayHoldHugeNumber, mayHoldLoneSurrogate, nonFinitePath, wellFormed } from "../schemas/wellformed";
 import type { Limits } from "./limits";
 
@@ -47,6 +49,8 @@ export interface BodyOptions {
   charge: (bytes: number) => HttpError | undefined;
   /** Told of each decoded chunk as it is decoded, refused or not (the rate limit's bytes bucket). */
   decoded?: (bytes: number) => void;
+  /** Aborted when the in-flight budget evicted the body (ingest/budget.ts): the read ends with 408 `body_too_slow`. */
+  signal?: AbortSignal;
 }
 
 /** The body as text; rejects with a named HttpError (400, 408, 413, 503, or the charge's own). */
@@ -72,6 +76,8 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   };
   const deadline = Date.now() + timeoutMs;
   const timer = setTimeout(() => fail(bodyTimeout(timeoutMs)), timeoutMs);
+  const onEvicted = () => fail(bodyTooSlow());
+  options.signal?.addEventListener("abort", onEvicted, { once: true });
   req.on("close", onClose);
   if (unzip && hold) {
     hold.on("error", onHoldError);
@@ -90,6 +96,7 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
     throw error;
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onEvicted);
     req.off("close", onClose);
     req.unpipe();
     if (hold) {
@@ -165,47 +172,6 @@ function declaredLength(header: string | undefined): number | undefined {
  */
 const JSON_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"] as const;
 
-/** How a body's bytes are decoded: UTF-8, or Windows-1252 for the Latin-1 labels. */
-export type BodyCharset = "utf8" | "windows-1252";
-
-/**
- * The decoding of a Content-Type `charset` label (case-insensitive), or undefined for a label not
- * read here (415 `unsupported_charset`, as koa-bodyparser answers a charset it cannot decode).
- * JSON is UTF-8 (RFC 8259), so no label, `utf-8` and `us-ascii` (a subset; high bytes then read as
- * UTF-8) are UTF-8. The Latin-1 labels are decoded as Windows-1252, as browsers do (WHATWG
- * Encoding: iso-8859-1, latin1 and cp1252 are labels of windows-1252): a server library that
- * declares ISO-8859-1 encoded its text so, and reading it as UTF-8 would store each accented
- * letter as U+FFFD. Other charsets (UTF-16 among them, whose raw surrogates the lone-surrogate
- * check does not look for) are refused rather than guessed.
- */
-export function bodyCharset(label: string): BodyCharset | undefined {
-  const name = label.trim().toLowerCase();
-  if (name === "" || name === "utf-8" || name === "utf8" || ASCII_LABELS.has(name)) return "utf8";
-  if (LATIN1_LABELS.has(name)) return "windows-1252";
-  return undefined;
-}
-
-/** US-ASCII's labels: read as UTF-8, of which ASCII is a subset. */
-const ASCII_LABELS = new Set(["ansi_x3.4-1968", "ascii", "us-ascii"]);
-
-/** WHATWG Encoding's other labels of windows-1252 (https://encoding.spec.whatwg.org/#names-and-labels). */
-const LATIN1_LABELS = new Set([
-  "cp1252",
-  "cp819",
-  "csisolatin1",
-  "ibm819",
-  "iso-8859-1",
-  "iso-ir-100",
-  "iso8859-1",
-  "iso88591",
-  "iso_8859-1",
-  "iso_8859-1:1987",
-  "l1",
-  "latin1",
-  "windows-1252",
-  "x-cp1252",
-]);
-
 /**
  * Body encodings accepted (RFC 9110 content codings, case-insensitive; x-gzip is gzip:
  * https://www.rfc-editor.org/rfc/rfc9110#section-8.4.1.3), each mapped to the name
@@ -218,23 +184,35 @@ const ENCODINGS = new Map<string, "identity" | "gzip" | "deflate">([
   ["deflate", "deflate"],
 ]);
 
+/** How readJson reads one body, beside the request limits. */
+export interface JsonReadOptions {
+  /** The whole body must arrive within this many ms (INGEST_BODY_TIMEOUT_MS); else 408. */
+  bodyTimeoutMs: number;
+  /** Charges bytes before they are kept (BodyOptions), then the parsed size's estimate. */
+  charge: (bytes: number) => HttpError | undefined;
+  /** Told of each decoded chunk (BodyOptions). */
+  decoded?: (bytes: number) => void;
+  /** Called once the whole body has been read, before the parsed size is charged. */
+  arrived?: () => void;
+  /** Aborted when the budget evicted the body (BodyOptions): 408. */
+  signal?: AbortSignal;
+  /**
+   * Looks at the text before it is scanned and parsed; an HttpError refuses the body there (a
+   * body whose writeKey is surely unknown: ingest/auth.ts scanWriteKeys).
+   */
+  beforeParse?: (text: string) => HttpError | undefined;
+}
+
 /**
  * Checks Content-Type and Content-Encoding, reads the body (ingest/body.ts: each decoded chunk
- * goes through `charge` as it arrives; 408 past `bodyTimeoutMs`), refuses nesting over the
- * limit, charges the estimated size of the parsed value (ingest/budget.ts) before parsing,
- * parses it (failures are 400), and replaces lone surrogates with U+FFFD (as a browser decodes
- * them; ClickHouse refuses them); a body holding a number JSON.parse read as Infinity sets
- * `ctx.state.nonFinite` (routes.ts withoutNonFinite). `decoded` is told of each decoded chunk (BodyOptions);
- * `arrived` is called once the whole body has been read, before the parsed size is charged.
+ * goes through `charge` as it arrives; 408 past `bodyTimeoutMs` or when evicted), lets
+ * `beforeParse` refuse the text, refuses nesting over the limit, charges the estimated size of
+ * the parsed value (ingest/parsed-size.ts) before parsing, parses it (failures are 400), and replaces
+ * lone surrogates with U+FFFD (as a browser decodes them; ClickHouse refuses them); a body holding
+ * a number JSON.parse read as Infinity sets `ctx.state.nonFinite` (routes.ts withoutNonFinite).
  */
-export async function readJson(
-  ctx: Koa.Context,
-  limits: Limits,
-  bodyTimeoutMs: number,
-  charge: (bytes: number) => HttpError | undefined,
-  decoded?: (bytes: number) => void,
-  arrived?: () => void,
-): Promise<Record<string, unknown> | undefined> {
+export async function readJson(ctx: Koa.Context, limits: Limits, options: JsonReadOptions): Promise<Record<string, unknown> | undefined> {
+  const { charge } = options;
   // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
   if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
   const type = ctx.request.is(...JSON_TYPES);
@@ -249,11 +227,14 @@ export async function readJson(
     encoding: known,
     charset,
     maxBytes: limits.maxRequestBytes,
-    timeoutMs: bodyTimeoutMs,
+    timeoutMs: options.bodyTimeoutMs,
     charge,
-    decoded,
+    ...(options.decoded ? { decoded: options.decoded } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
-  arrived?.();
+  options.arrived?.();
+  const early = options.beforeParse?.(text);
+  if (early) throw early;
   const shape = jsonShape(text, limits.maxJsonDepth);
   if (shape.tooDeep) throw tooDeep(limits);
   const cost = parsedBytes(shape);

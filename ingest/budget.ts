@@ -9,7 +9,14 @@
  * address's) hold at most a sender's cap together: a body stalled halfway costs its sender
  * nothing but a socket, so without it one sender could fill the budget with bodies that never
  * end (until the body timeout) and every other workspace would be answered 503.
- * Pure bookkeeping: a refused charge is a value, answered by the caller (503 or 413).
+ * And a body that stopped arriving never holds room against one that arrives: when a charge
+ * would be refused for want of room, bodies idle for IDLE_MS, or arriving slower than
+ * MIN_ARRIVAL_BYTES_PER_SECOND after their first second, are evicted (their requests are
+ * answered 408), the longest idle first, until the charge fits. Senders may spread over any
+ * number of addresses or forged forwarded addresses: room is held by bytes that keep coming,
+ * not by connections.
+ * Pure bookkeeping (the clock is passed in): a refused charge is a value, answered by the caller
+ * (503 or 413); an eviction aborts the lease's `signal`, which the body reader answers.
  */
 
 /**
@@ -39,8 +46,24 @@ export function senderCap(maxBytes: number, maxRequestBytes: number): number {
  */
 export type Charge = { ok: true } | { ok: false; reason: "busy" | "never"; capacity: number };
 
+/**
+ * A body that has received nothing for this long, ms, may be evicted when room is needed. SDKs
+ * send a body in one go (a 500 KB batch arrives in a few ms on a LAN, well under a second on a
+ * mobile link); an attacker's stalled body does not arrive at all.
+ */
+export const IDLE_MS = 500;
+
+/**
+ * A body older than a second that has arrived slower than this, bytes/s, may be evicted when
+ * room is needed (a trickle of a byte now and then is not progress). At 64 KiB/s a full 500 KB
+ * body takes 7.6 s, inside the 10 s body timeout that refuses it anyway.
+ */
+export const MIN_ARRIVAL_BYTES_PER_SECOND = 64 * 1024;
+
 /** One request's hold on the budget. */
 export interface Lease {
+  /** Aborted when the budget evicted the body (idle or too slow while others needed the room): answer 408. */
+  readonly signal: AbortSignal;
   /** Charges `bytes` more. A refused charge changes nothing. */
   grow(bytes: number): Charge;
   /** The request's writeKey is now checked (it was in the body): its bytes leave the unkeyed share. */
@@ -53,24 +76,61 @@ export interface Lease {
   readonly bytes: number;
 }
 
+/** The limits a charge may find full: the whole budget, the unkeyed share, one sender's arriving cap. */
+type Room = "budget" | "unkeyed" | "sender";
+
+/** What the budget knows of a body still arriving. */
+interface Arriving {
+  readonly sender: string;
+  /** When the lease opened, ms. */
+  readonly openedAt: number;
+  /** When its last bytes were charged, ms. */
+  lastAt: number;
+  /** Bytes charged while arriving. */
+  readonly bytes: number;
+  readonly keyed: boolean;
+  /** Releases the lease and aborts its signal. */
+  evict(): void;
+}
+
+/** Whether a body still arriving has stopped (idle IDLE_MS) or crawls (under MIN_ARRIVAL_BYTES_PER_SECOND after a second). */
+function stalled(lease: Arriving, now: number): boolean {
+  if (now - lease.lastAt >= IDLE_MS) return true;
+  const age = now - lease.openedAt;
+  return age >= 1_000 && (lease.bytes * 1000) / age < MIN_ARRIVAL_BYTES_PER_SECOND;
+}
+
+/** Whether evicting `lease` frees room of the kind `room` for `asking`. */
+function holdsRoomIn(lease: Arriving, room: Room, asking: Arriving): boolean {
+  if (room === "budget") return true;
+  if (room === "unkeyed") return !lease.keyed;
+  return lease.sender === asking.sender;
+}
+
 /** Leases of requests against a byte budget. */
 export class InflightBudget {
   private reserved = 0;
   private reservedUnkeyed = 0;
   /** Bytes of bodies still arriving, by sender; a sender with none is not listed. */
   private readonly arriving = new Map<string, number>();
+  /** The leases whose bodies are still arriving (eviction candidates). */
+  private readonly arrivingLeases = new Set<Arriving>();
+  /** Bodies evicted so far. */
+  evicted = 0;
 
   /**
    * @param maxBytes the budget, bytes
    * @param otherHeld bytes held elsewhere that count against it (the producer's records)
    * @param perSender bytes one sender's arriving bodies may hold together (`senderCap`)
    * @param unkeyedShare fraction of `maxBytes` requests without a checked writeKey may hold together
+   * @param now the clock, ms (performance.now; tests pass their own)
    */
   constructor(
     private readonly maxBytes: number,
     private readonly otherHeld: () => number,
     private readonly perSender = maxBytes,
     private readonly unkeyedShare = UNKEYED_SHARE,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /**
@@ -84,7 +144,26 @@ export class InflightBudget {
     let isKeyed = keyed;
     let open = true;
     const unkeyedCap = Math.floor(this.maxBytes * this.unkeyedShare);
+    const controller = new AbortController();
+    const openedAt = this.now();
+    const entry: Arriving = {
+      sender,
+      openedAt,
+      lastAt: openedAt,
+      get bytes() {
+        return arrivingBytes;
+      },
+      get keyed() {
+        return isKeyed;
+      },
+      evict: () => {
+        release();
+        controller.abort();
+      },
+    };
+    this.arrivingLeases.add(entry);
     const leaveArriving = () => {
+      this.arrivingLeases.delete(entry);
       if (arrivingBytes === 0) return;
       const left = (this.arriving.get(sender) ?? 0) - arrivingBytes;
       if (left > 0) this.arriving.set(sender, left);
@@ -92,20 +171,36 @@ export class InflightBudget {
       arrivingBytes = 0;
     };
     let arrived = false;
+    /** Which limit refuses `more` bytes now, if any: the budget, the unkeyed share, or the sender's cap. */
+    const refusedBy = (more: number): Room | undefined => {
+      if (this.reserved + this.otherHeld() + more > this.maxBytes) return "budget";
+      if (!isKeyed && this.reservedUnkeyed + more > unkeyedCap) return "unkeyed";
+      if (!arrived && (this.arriving.get(sender) ?? 0) + more > this.perSender) return "sender";
+      return undefined;
+    };
+    const release = () => {
+      if (!open) return;
+      open = false;
+      leaveArriving();
+      arrived = true;
+      this.reserved -= bytes;
+      if (!isKeyed) this.reservedUnkeyed -= bytes;
+      bytes = 0;
+    };
     return {
+      signal: controller.signal,
       grow: (more) => {
         const capacity = isKeyed ? this.maxBytes : unkeyedCap;
         if (!open || bytes + more > capacity) return { ok: false, reason: "never", capacity };
-        if (this.reserved + this.otherHeld() + more > this.maxBytes) return { ok: false, reason: "busy", capacity };
-        if (!isKeyed && this.reservedUnkeyed + more > unkeyedCap) return { ok: false, reason: "busy", capacity };
-        const senderHeld = arrived ? 0 : (this.arriving.get(sender) ?? 0);
-        if (!arrived && senderHeld + more > this.perSender) return { ok: false, reason: "busy", capacity };
+        const refusal = refusedBy(more);
+        if (refusal !== undefined && !this.evictFor(refusal, more, entry, refusedBy)) return { ok: false, reason: "busy", capacity };
         bytes += more;
         this.reserved += more;
         if (!isKeyed) this.reservedUnkeyed += more;
-        if (!arrived) {
+        if (!arrived && more > 0) {
           arrivingBytes += more;
-          this.arriving.set(sender, senderHeld + more);
+          this.arriving.set(sender, (this.arriving.get(sender) ?? 0) + more);
+          entry.lastAt = this.now();
         }
         return { ok: true };
       },
@@ -119,19 +214,33 @@ export class InflightBudget {
         arrived = true;
         leaveArriving();
       },
-      release: () => {
-        if (!open) return;
-        open = false;
-        leaveArriving();
-        arrived = true;
-        this.reserved -= bytes;
-        if (!isKeyed) this.reservedUnkeyed -= bytes;
-        bytes = 0;
-      },
+      release,
       get bytes() {
         return bytes;
       },
     };
+  }
+
+  /**
+   * Evicts idle or slow bodies (see IDLE_MS, MIN_ARRIVAL_BYTES_PER_SECOND) that hold room in the
+   * limit that refused `more` bytes to `asking`, the longest idle first, until `refusedBy` finds
+   * room or none is left. True when the bytes fit now.
+   */
+  private evictFor(room: Room, more: number, asking: Arriving, refusedBy: (more: number) => Room | undefined): boolean {
+    const now = this.now();
+    const candidates = [...this.arrivingLeases]
+      .filter((lease) => lease !== asking && lease.bytes > 0 && stalled(lease, now) && holdsRoomIn(lease, room, asking))
+      .sort((a, b) => a.lastAt - b.lastAt);
+    let refusal: Room | undefined = room;
+    for (const lease of candidates) {
+      lease.evict();
+      this.evicted++;
+      refusal = refusedBy(more);
+      if (refusal === undefined) return true;
+      // Room of another kind may still be wanting: candidates that hold none of it do not help it.
+      if (refusal !== room && !holdsRoomIn(lease, refusal, asking)) break;
+    }
+    return refusal === undefined;
   }
 
   /** Bytes held by requests now. */
@@ -153,51 +262,4 @@ export class InflightBudget {
   get senders(): number {
     return this.arriving.size;
   }
-}
-
-/**
- * Bytes JSON.parse allocates for one object or array, beyond its text: an empty object in an
- * array measured 64 bytes on Node 20 (64-bit V8), an empty array 40.
- */
-export const CONTAINER_BYTES = 64;
-
-/**
- * Bytes per value after the first in an object or array (one per `,` or `:` outside strings):
- * a slot plus a small value. Measured on Node 20: 8 per small-number element, 20 per property of
- * typical Segment events, 34 per property of a 50,000-key object; 16 is between.
- */
-export const VALUE_BYTES = 16;
-
-/** Counts of a JSON text that drive what parsing it allocates (see `jsonShape` in validate.ts). */
-export interface JsonCounts {
-  /** UTF-16 code units of the text. */
-  chars: number;
-  /** `{` and `[` outside strings. */
-  containers: number;
-  /** `,` and `:` outside strings. */
-  separators: number;
-}
-
-/**
- * Estimated bytes of the value JSON.parse makes of a text, from its counts: the text's length
- * (strings are copied out of it) plus CONTAINER_BYTES per object or array plus VALUE_BYTES per
- * separator. `{"batch":[{},{},...]}` (3 bytes per object) comes to about 28 times its length;
- * measured, V8 allocates 21 times. A body of typical Segment events comes to about 4 times;
- * measured 1.8.
- */
-export function parsedBytes(counts: JsonCounts): number {
-  return counts.chars + CONTAINER_BYTES * counts.containers + VALUE_BYTES * counts.separators;
-}
-
-/**
- * The most a body may cost parsed (`parsedBytes`), as a multiple of MAX_REQUEST_BYTES: 16 times
- * (8 MB at Segment's 500 KB). Segment events come to 2-8 times their length by `parsedBytes`;
- * bodies made mostly of empty objects or arrays, 28 times. Past it the body is refused (413)
- * before JSON.parse spends the time and memory on it.
- */
-export const MAX_PARSED_FACTOR = 16;
-
-/** The most bytes one body may cost parsed (see MAX_PARSED_FACTOR). */
-export function parsedLimit(maxRequestBytes: number): number {
-  return MAX_PARSED_FACTOR * maxRequestBytes;
 }

@@ -69,6 +69,27 @@ export interface IngestConfig {
    */
   maxInflightBytes: Positive;
   /**
+   * What requests without a checked writeKey may cost, per client network and per process
+   * (ingest/networks.ts; env UNKEYED_FAILURES_PER_SECOND, UNKEYED_FAILURE_BURST,
+   * UNKEYED_BYTES_PER_SECOND, UNKEYED_BYTES_BURST, UNKEYED_PROCESS_BYTES_PER_SECOND,
+   * UNKEYED_PROCESS_BYTES_BURST; a rate of 0 turns that bucket off).
+   */
+  unkeyed: {
+    failuresPerSecond: number & tags.Minimum<0>;
+    failureBurst: Positive;
+    bytesPerSecond: number & tags.Type<"uint32">;
+    bytesBurst: Positive;
+    processBytesPerSecond: number & tags.Type<"uint32">;
+    processBytesBurst: Positive;
+    maxNetworks: Positive;
+  };
+  /**
+   * Hosts the settings document may name when PUBLIC_URL is unset (env INGEST_ALLOWED_HOSTS,
+   * comma-separated `name` or `name:port`; ingest/settings.ts hostAllowed). Unset: loopback names
+   * and IP literals only.
+   */
+  allowedHosts?: Name;
+  /**
    * Processes serving the port (env INGEST_WORKERS; node:cluster). 1 runs no cluster; more puts
    * a primary in front that forks them and forwards SIGTERM. On Kubernetes keep 1 and scale pods.
    */
@@ -136,6 +157,16 @@ export function ingestConfig(env: Env): IngestConfig {
     drainDelayMs: int(env.INGEST_DRAIN_DELAY_MS, 1_000),
     trustedProxies: env.TRUST_PROXY === "true" ? 1 : env.TRUST_PROXY === "false" ? 0 : int(env.TRUST_PROXY, 0),
     maxInflightBytes: int(env.INGEST_MAX_INFLIGHT_BYTES, 32 * 1024 * 1024),
+    unkeyed: {
+      failuresPerSecond: Number(env.UNKEYED_FAILURES_PER_SECOND ?? 1),
+      failureBurst: int(env.UNKEYED_FAILURE_BURST, 60),
+      bytesPerSecond: int(env.UNKEYED_BYTES_PER_SECOND, 512 * 1024),
+      bytesBurst: int(env.UNKEYED_BYTES_BURST, 8 * 1024 * 1024),
+      processBytesPerSecond: int(env.UNKEYED_PROCESS_BYTES_PER_SECOND, 4 * 1024 * 1024),
+      processBytesBurst: int(env.UNKEYED_PROCESS_BYTES_BURST, 32 * 1024 * 1024),
+      maxNetworks: int(env.UNKEYED_MAX_NETWORKS, 100_000),
+    },
+    ...(env.INGEST_ALLOWED_HOSTS ? { allowedHosts: env.INGEST_ALLOWED_HOSTS } : {}),
     workers: int(env.INGEST_WORKERS, 1),
     corsOrigins: list(env.CORS_ORIGINS ?? "*"),
     produceLingerMs: int(env.PRODUCE_LINGER_MS, 1),
@@ -173,6 +204,9 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   }
   if (c.rateLimitBytesPerSecond > 0 && c.rateLimitBytesBurst < c.maxRequestBytes) {
     return `RATE_LIMIT_BYTES_BURST (${c.rateLimitBytesBurst}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): a full body would always leave the bucket in debt`;
+  }
+  if (c.unkeyed.bytesPerSecond > 0 && c.unkeyed.bytesBurst < c.maxRequestBytes) {
+    return `UNKEYED_BYTES_BURST (${c.unkeyed.bytesBurst}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): an SDK that puts its key in the body could never send a full batch`;
   }
   if (c.maxMessageBytes > c.maxRequestBytes)
     return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) is above MAX_REQUEST_BYTES (${c.maxRequestBytes})`;

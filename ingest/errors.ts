@@ -1,10 +1,8 @@
 /**
  * Error answers of the ingest: every refusal is a JSON body `{ error, message, issues? }` with a
  * status saying whose fault it is. Client mistakes are 4xx as they are; Kafka failing or too slow
- * is 503 with Retry-After (retriable); anything else is a logged 500.
+ * is 503 with Retry-After (retriable); anything else is a logged 500 (ingest/answer.ts sorts them).
  */
-import type Koa from "koa";
-import type { Logger } from "pino";
 import type { AuthResult } from "./auth";
 import type { ValidationIssue } from "./validate";
 import type { tags } from "typia";
@@ -89,7 +87,7 @@ export function overloaded(retryAfterSeconds: number): HttpError {
 /**
  * 413: the body would take more memory once parsed than one request may ever hold (16 times
  * MAX_REQUEST_BYTES, or its share of INGEST_MAX_INFLIGHT_BYTES); retrying cannot help. `bytes`
- * is the estimate of ingest/budget.ts.
+ * is the estimate of ingest/parsed-size.ts.
  */
 export function tooCostly(bytes: number, capacity: number): HttpError {
   return new HttpError(413, {
@@ -112,6 +110,18 @@ export function payloadTooLarge(maxRequestBytes: number): HttpError {
  */
 export function bodyTimeout(timeoutMs: number): HttpError {
   return new HttpError(408, { error: "body_timeout", message: `the body did not arrive within ${timeoutMs} ms` }, { Connection: "close" });
+}
+
+/**
+ * 408 + Connection: close: the body stopped arriving (or crawled) while the in-flight budget was
+ * full, and its room was given to bodies that arrive (ingest/budget.ts evicts such bodies).
+ */
+export function bodyTooSlow(): HttpError {
+  return new HttpError(
+    408,
+    { error: "body_too_slow", message: "the body stopped arriving while others needed the room; send it again in one go" },
+    { Connection: "close" },
+  );
 }
 
 /**
@@ -140,9 +150,14 @@ export function tooDeep(limits: ErrorLimits): HttpError {
   return new HttpError(400, { error: "too_deep", message: `the body nests arrays and objects deeper than ${limits.maxJsonDepth} levels` });
 }
 
+/** 401: the request's writeKey is missing, unreadable, conflicting or unknown. */
+export function unauthorized(reason: Extract<AuthResult, { ok: false }>["reason"]): HttpError {
+  return new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[reason] });
+}
+
 /** Throws 401 unless the request authenticated; narrows `auth` to its workspace. */
 export function assertAuthenticated(auth: AuthResult): asserts auth is Extract<AuthResult, { ok: true }> {
-  if (!auth.ok) throw new HttpError(401, { error: "unauthorized", message: AUTH_MESSAGES[auth.reason] });
+  if (!auth.ok) throw unauthorized(auth.reason);
 }
 
 /** 400: the request has no body. */
@@ -158,7 +173,7 @@ export function unsupportedMediaType(): HttpError {
   });
 }
 
-/** 415: a Content-Type charset other than UTF-8 or a Latin-1 label (ingest/body.ts bodyCharset). */
+/** 415: a Content-Type charset other than UTF-8 or a Latin-1 label (ingest/charset.ts bodyCharset). */
 export function unsupportedCharset(charset: string): HttpError {
   return new HttpError(415, {
     error: "unsupported_charset",
@@ -220,6 +235,34 @@ export function rateLimited(retryAfterSeconds: number, over: "items" | "bytes" =
   );
 }
 
+/**
+ * 429 + Retry-After: the client's network (IPv4 /24, IPv6 /64) made too many requests that no
+ * writeKey vouched for: authentication failures (`failures`), or bytes of bodies without a
+ * checked key (`bytes`, or `process` when every network's together ran out). Answered before the
+ * key is looked up or the body read (ingest/networks.ts).
+ */
+export function unkeyedLimited(retryAfterSeconds: number, bucket: "failures" | "bytes" | "process"): HttpError {
+  const what =
+    bucket === "failures" ? "too many requests with a missing or unknown writeKey" : "too many body bytes without a known writeKey";
+  return new HttpError(
+    429,
+    { error: "rate_limited", message: `this network sent ${what}; retry after Retry-After seconds` },
+    { "Retry-After": String(retryAfterSeconds) },
+  );
+}
+
+/**
+ * 421: the settings document was asked for under a Host that is neither PUBLIC_URL's nor one of
+ * INGEST_ALLOWED_HOSTS (nor, with neither set, a loopback name or an IP literal): its `apiHost`
+ * would send the SDK's events wherever the request's Host said. The Host is not echoed.
+ */
+export function hostNotAllowed(host: string): HttpError {
+  return new HttpError(421, {
+    error: "host_not_allowed",
+    message: `this Host (${host.length} characters) is not one the settings may name; set PUBLIC_URL or INGEST_ALLOWED_HOSTS`,
+  });
+}
+
 /** 404: the settings of a writeKey that is not configured (the key itself is never echoed). */
 export function unknownProject(): HttpError {
   return new HttpError(404, { error: "not_found", message: "no project has this writeKey" });
@@ -228,45 +271,4 @@ export function unknownProject(): HttpError {
 /** 404: no route for this method and path. */
 export function notFound(method: string, path: string): HttpError {
   return new HttpError(404, { error: "not_found", message: `no route ${method} ${path}` });
-}
-
-/** Sorts a failure into the answer: client errors as they are, Kafka trouble 503, the rest 500. */
-export function answerError(ctx: Koa.Context, error: unknown, retryAfterSeconds: number, limits: ErrorLimits, log: Logger): void {
-  if (error instanceof HttpError) {
-    ctx.status = error.status;
-    ctx.set(error.headers);
-    ctx.body = error.body;
-    return;
-  }
-  const status = (error as { status?: unknown }).status;
-  if (typeof status === "number" && status >= 400 && status < 500) {
-    ctx.status = status;
-    ctx.body = parseErrorBody(status, error as Error, limits);
-    return;
-  }
-  if (isKafkaUnavailable(error)) {
-    log.warn({ err: error }, "produce failed; answering 503");
-    ctx.status = 503;
-    ctx.set("Retry-After", String(retryAfterSeconds));
-    ctx.body = { error: "unavailable", message: "events could not be stored now; retry later" } satisfies ErrorBody;
-    return;
-  }
-  log.error({ err: error }, "unexpected error");
-  ctx.status = 500;
-  ctx.body = { error: "internal", message: "internal error" } satisfies ErrorBody;
-}
-
-/** Failures of HTTP libraries that carry a 4xx `status` (raw-body's, Koa's) as error bodies. */
-function parseErrorBody(status: number, error: Error, limits: ErrorLimits): ErrorBody {
-  if (status === 413) return payloadTooLarge(limits.maxRequestBytes).body;
-  if (status === 415) return { error: "unsupported_encoding", message: error.message };
-  if (status === 400 && error instanceof RangeError) return tooDeep(limits).body;
-  if (status === 400) return invalidJson(error.message).body;
-  return { error: "bad_request", message: error.message };
-}
-
-/** ProduceTimeoutError and every kafkajs error (their names start with KafkaJS). */
-function isKafkaUnavailable(error: unknown): boolean {
-  const name = (error as { name?: unknown }).name;
-  return typeof name === "string" && (name === "ProduceTimeoutError" || name.startsWith("KafkaJS"));
 }

@@ -10,6 +10,8 @@
  * Retry-After (Segment and RudderStack answer 429 the same way).
  */
 
+import { LRUCache } from "lru-cache";
+
 /** The outcome of asking for tokens. */
 export type Take = { ok: true } | { ok: false; retryAfterSeconds: number };
 
@@ -21,16 +23,42 @@ interface Bucket {
 
 /** Token buckets by key. */
 export class TokenBuckets {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets: Map<string, Bucket> | LRUCache<string, Bucket>;
 
   /**
    * @param ratePerSecond tokens added per second; 0 turns the limit off
    * @param burst bucket size: the most tokens (messages, bytes) taken at once after a quiet spell
+   * @param maxKeys most keys kept (the least recently used forgotten, as if full again); unset:
+   *   every key is kept (workspaces: as many as the keys file names). Keys a client chooses
+   *   (client networks) need the bound.
    */
   constructor(
     private readonly ratePerSecond: number,
     private readonly burst: number,
-  ) {}
+    maxKeys?: number,
+  ) {
+    this.buckets = maxKeys === undefined ? new Map() : new LRUCache<string, Bucket>({ max: maxKeys });
+  }
+
+  /** Whether the limit is on (a rate above 0). */
+  get enabled(): boolean {
+    return this.ratePerSecond > 0;
+  }
+
+  /** Gives `n` tokens back to `key`'s bucket (work charged ahead that turned out to be owed by no one), up to its burst. */
+  give(key: string, n: number, nowMs: number): void {
+    if (this.ratePerSecond === 0) return;
+    const bucket = this.refilled(key, nowMs);
+    bucket.tokens = Math.min(this.burst, bucket.tokens + n);
+  }
+
+  /** Whether `key`'s bucket is full at `nowMs` (nothing taken since it last refilled): a key in good standing. */
+  full(key: string, nowMs: number): boolean {
+    if (this.ratePerSecond === 0) return true;
+    const bucket = this.buckets.get(key);
+    if (bucket === undefined) return true;
+    return bucket.tokens + ((nowMs - bucket.at) / 1000) * this.ratePerSecond >= this.burst;
+  }
 
   /** Takes `n` tokens from `key`'s bucket at time `nowMs`, or says how long until it could (taking nothing). */
   take(key: string, n: number, nowMs: number): Take {

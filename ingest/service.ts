@@ -24,6 +24,8 @@ import { settledWithin, withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { TokenBuckets } from "./ratelimit";
+import { UnkeyedGate } from "./networks";
+import { hostPolicy } from "./settings";
 import { liveRouter } from "./live/routes";
 import { LiveTail } from "./live/tail";
 
@@ -121,6 +123,8 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     maxInflightBytes: config.maxInflightBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
     ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
+    allowedHosts: hostPolicy(config.allowedHosts),
+    unkeyedGate: new UnkeyedGate(config.unkeyed),
     producerBytesHeld: () => accumulator.bytesHeld,
     corsOrigins: config.corsOrigins,
     retryAfterSeconds: config.retryAfterSeconds,

@@ -17,11 +17,48 @@ export interface PublicAddress {
 }
 
 /**
- * The public address: PUBLIC_URL when set (`https://ingest.example.com`), else the request's own
- * protocol and Host (Koa takes X-Forwarded-Proto and X-Forwarded-Host only behind trusted proxies).
+ * The Hosts a settings document may name when PUBLIC_URL is unset (INGEST_ALLOWED_HOSTS, comma
+ * separated): `name` allows it on any port, `name:port` on that port; lower case. Empty: the
+ * loopback names (`localhost`, `*.localhost`) and IP literals only, so a development stack is
+ * reached by address and nothing a client writes in its Host becomes an `apiHost`.
  */
-export function publicAddress(publicUrl: string | undefined, request: PublicAddress): PublicAddress {
-  if (publicUrl === undefined || publicUrl === "") return request;
+export interface HostPolicy {
+  hosts: ReadonlySet<string>;
+}
+
+/** INGEST_ALLOWED_HOSTS as a HostPolicy: entries trimmed, lower-cased, blanks dropped. */
+export function hostPolicy(list: string | undefined): HostPolicy {
+  const hosts = (list ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== "");
+  return { hosts: new Set(hosts) };
+}
+
+/** `host[:port]` -> [name, port]; a bracketed IPv6 literal keeps its brackets. */
+function splitHost(host: string): [string, string | undefined] {
+  const match = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(host);
+  return match ? [match[1]!, match[2]] : [host, undefined];
+}
+
+/** Whether a request's `host[:port]` may be named in the settings document under `policy`. */
+export function hostAllowed(host: string, policy: HostPolicy | undefined): boolean {
+  const lower = host.toLowerCase();
+  const [name] = splitHost(lower);
+  if (policy !== undefined && policy.hosts.size > 0) return policy.hosts.has(lower) || policy.hosts.has(name);
+  if (name === "localhost" || name.endsWith(".localhost")) return true;
+  if (/^\[[0-9a-f:.]+\]$/.test(name)) return true;
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(name);
+}
+
+/**
+ * The public address: PUBLIC_URL when set (`https://ingest.example.com`), else the request's own
+ * protocol and Host (Koa takes X-Forwarded-Proto and X-Forwarded-Host only behind trusted
+ * proxies) when `hostAllowed`; undefined when it is not (answered 421: a Host the client wrote
+ * never becomes the `apiHost` SDKs send to).
+ */
+export function publicAddress(publicUrl: string | undefined, request: PublicAddress, allowed?: HostPolicy): PublicAddress | undefined {
+  if (publicUrl === undefined || publicUrl === "") return hostAllowed(request.host, allowed) ? request : undefined;
   const url = new URL(publicUrl);
   return { protocol: url.protocol.replace(/:$/, ""), host: url.host };
 }

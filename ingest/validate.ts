@@ -143,7 +143,7 @@ export type JsonShape = { tooDeep: true } | { tooDeep: false; chars: number; con
 /**
  * One pass over JSON text, looking only outside strings: whether arrays and objects nest deeper
  * than `maxDepth` (it stops there), else how many `{`/`[` and `,`/`:` it holds (the counts
- * ingest/budget.ts estimates the parsed size from). Pure; the text need not be valid JSON.
+ * ingest/parsed-size.ts estimates the parsed size from). Pure; the text need not be valid JSON.
  */
 export function jsonShape(text: string, maxDepth: number): JsonShape {
   let depth = 0;

@@ -9,13 +9,13 @@
  * first phase of keyed traffic alone gives the figures to compare with.
  */
 import { spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { basic, LiveStack } from "../support/harness";
+import { keyedTraffic } from "../support/keyed-traffic";
 
 const stack = new LiveStack();
 const edge = suite("ingest memory under hostile bodies (live)");
@@ -39,32 +39,6 @@ function peakRss(pid: number): () => number {
     const hwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
     return Math.max(peak, hwm);
   };
-}
-
-/** Statuses and latencies of keyed 100-message batches, 4 at a time, until `stop` resolves. */
-async function keyedTraffic(stop: Promise<void>): Promise<{ statuses: Record<string, number>; p99: number }> {
-  const statuses: Record<string, number> = {};
-  const latencies: number[] = [];
-  let done = false;
-  void stop.then(() => (done = true));
-  const loop = async () => {
-    while (!done) {
-      const batch = Array.from({ length: 100 }, (_, i) => ({
-        type: "track",
-        event: "Keyed",
-        userId: `u-${i}`,
-        messageId: randomUUID(),
-        properties: { plan: "pro", price: 12.5 },
-      }));
-      const started = performance.now();
-      const status = (await stack.post("/v1/batch", { batch })).status;
-      latencies.push(performance.now() - started);
-      statuses[status] = (statuses[status] ?? 0) + 1;
-    }
-  };
-  await Promise.all([loop(), loop(), loop(), loop()]);
-  latencies.sort((a, b) => a - b);
-  return { statuses, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0 };
 }
 
 /**
@@ -105,7 +79,7 @@ async function phase(name: string, load: () => Promise<string>) {
   const before = rss(pid);
   const peak = peakRss(pid);
   let stopTraffic!: () => void;
-  const traffic = keyedTraffic(new Promise<void>((resolve) => (stopTraffic = resolve)));
+  const traffic = keyedTraffic(stack, { messages: 100, loops: 4 }, new Promise<void>((resolve) => (stopTraffic = resolve)));
   const loadFigures = await load();
   stopTraffic();
   const keyed = await traffic;

@@ -425,7 +425,9 @@ app(
     // The workspace of a body-keyed request is known only once its body is read.
     const unkeyed = (body: string) =>
       fetch(`${ingest.base}/v1/batch`, { method: "POST", headers: { "content-type": "application/json" }, body });
-    assert.is((await unkeyed("{not json")).status, 400, "read and parsed first: not JSON");
+    assert.is((await unkeyed('{"writeKey":"wk", not json')).status, 400, "read and parsed first: not JSON");
+    // A body that names no key anywhere is refused 401 unparsed (ingest/auth.ts scanWriteKeys).
+    assert.is((await unkeyed("{not json")).status, 401, "no key: refused before the parse");
     const later = await unkeyed(JSON.stringify({ ...batch, writeKey: "wk" }));
     assert.is(later.status, 429, "and refused once parsed, by the same bucket");
   },

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { WriteKeys, withBodyKey, writeKeyFromHeaders } from "../../../ingest/auth";
+import { WriteKeys, scanWriteKeys, withBodyKey, writeKeyFromHeaders } from "../../../ingest/auth";
 import { parseWriteKeys } from "../../../ingest/keys";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
@@ -67,6 +67,25 @@ test("the body's writeKey alone authenticates; with a header they must agree", (
   const keys = new WriteKeys(parseWriteKeys(["k1=ws1"]));
   assert.equal(keys.authenticate({}, "k1"), { ok: true, workspaceId: "ws1" });
   assert.equal(keys.authenticate({ authorization: "Bearer k1" }, "k2"), { ok: false, reason: "conflict" });
+});
+
+test("scanWriteKeys reads every writeKey member without parsing, wherever it sits, and says when only a parse can tell", () => {
+  const batch = Array.from({ length: 3 }, () => ({ type: "track", event: "writeKey" }));
+  assert.equal(scanWriteKeys(JSON.stringify({ writeKey: "a", batch })), { keys: ["a"], complete: true });
+  assert.equal(scanWriteKeys(JSON.stringify({ batch, sentAt: "x", writeKey: "last" })), { keys: ["last"], complete: true }, "at the end");
+  assert.equal(scanWriteKeys('{ "writeKey" :\n "spaced" }'), { keys: ["spaced"], complete: true });
+  assert.equal(scanWriteKeys(JSON.stringify({ batch })), { keys: [], complete: true }, "a value named writeKey is no member");
+  assert.equal(scanWriteKeys("{not json"), { keys: [], complete: true });
+  assert.equal(
+    scanWriteKeys(JSON.stringify({ batch: [{ properties: { writeKey: "nested" } }], writeKey: "top" })),
+    { keys: ["nested", "top"], complete: true },
+    "nested members are candidates too: none is lost",
+  );
+  assert.is(scanWriteKeys('{"write\\u004bey":"hidden"}').complete, false, "a \\u escape may spell the name");
+  assert.is(scanWriteKeys('{"writeKey":1}').complete, false, "not a plain string");
+  assert.is(scanWriteKeys('{"writeKey":"a\\"b"}').complete, false, "an escaped quote");
+  const many = JSON.stringify({ batch: Array.from({ length: 20 }, (_, i) => ({ writeKey: `k${i}` })) });
+  assert.is(scanWriteKeys(many).complete, false, "past 16 members the parse decides");
 });
 
 test.run();

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { bodyCharset } from "../../../ingest/body";
+import { bodyCharset } from "../../../ingest/charset";
 
 test("no charset, UTF-8 and US-ASCII labels are read as UTF-8, whatever their case and spaces", () => {
   for (const label of ["", "utf-8", "UTF-8", " utf8 ", "us-ascii", "ASCII", "ANSI_X3.4-1968"]) assert.is(bodyCharset(label), "utf8", label);

@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CONTAINER_BYTES, InflightBudget, parsedBytes, parsedLimit, SENDER_SHARE, senderCap, VALUE_BYTES } from "../../../ingest/budget";
+import { IDLE_MS, InflightBudget, MIN_ARRIVAL_BYTES_PER_SECOND, UNKEYED_SHARE, SENDER_SHARE, senderCap } from "../../../ingest/budget";
+import { CONTAINER_BYTES, parsedBytes, parsedLimit, VALUE_BYTES } from "../../../ingest/parsed-size";
 import { jsonShape } from "../../../ingest/validate";
 
 test("leases grow as bytes arrive and share one budget with the producer's held bytes; a release frees exactly once", () => {
@@ -101,6 +102,68 @@ test("one sender's bodies still arriving hold at most its cap together; other se
   a.release();
   b.release();
   assert.is(budget.senders, 0);
+});
+
+test("a body that stopped arriving is evicted (its signal aborted) when another needs the room; one that arrives is not", () => {
+  let now = 0;
+  const budget = new InflightBudget(
+    1_000,
+    () => 0,
+    1_000,
+    UNKEYED_SHARE,
+    () => now,
+  );
+  // Fifty networks' stalled bodies fill the unkeyed share.
+  const stalled = Array.from({ length: 5 }, (_, i) => budget.open(false, `n:${i}`));
+  for (const lease of stalled) assert.ok(lease.grow(100).ok);
+  const sdk = budget.open(false, "n:sdk");
+  assert.equal(sdk.grow(100), { ok: false, reason: "busy", capacity: 500 }, "while every body is young, the share is full");
+  now += IDLE_MS;
+  stalled[4]!.grow(0); // a zero charge is no progress
+  const fresh = budget.open(false, "n:fresh");
+  assert.equal(fresh.grow(100).ok, true, "an idle body made room");
+  assert.equal(
+    stalled.map((lease) => lease.signal.aborted),
+    [true, false, false, false, false],
+    "one eviction, of the body idle longest, was enough",
+  );
+  assert.is(budget.evicted, 1);
+  assert.ok(sdk.grow(250).ok, "three more idle bodies go for 250 bytes");
+  assert.is(stalled.filter((lease) => lease.signal.aborted).length, 4, "the idle bodies, oldest first, until it fits");
+  assert.is(stalled[0]!.bytes, 0, "an evicted lease holds nothing");
+  assert.equal(stalled[0]!.grow(1), { ok: false, reason: "never", capacity: 500 }, "and takes nothing more");
+  assert.is(budget.heldUnkeyed, 100 + 100 + 250);
+  // A keyed body, or one that arrived, is never evicted for the unkeyed share.
+  const late = budget.open(false, "n:late");
+  now += IDLE_MS;
+  sdk.markArrived();
+  fresh.markKeyed();
+  assert.equal(late.grow(300), { ok: false, reason: "busy", capacity: 500 }, "nothing evictable left: 503 as before");
+  assert.is(stalled[4]!.signal.aborted, true, "the last idle body went");
+  assert.is(sdk.signal.aborted, false, "an arrived body keeps its room until its answer");
+  assert.is(fresh.signal.aborted, false, "a keyed body holds no room of the unkeyed share");
+});
+
+test("a body that trickles (under MIN_ARRIVAL_BYTES_PER_SECOND after its first second) is evictable though never idle", () => {
+  let now = 0;
+  const budget = new InflightBudget(
+    1_000,
+    () => 0,
+    1_000,
+    1,
+    () => now,
+  );
+  const trickle = budget.open(true, "w:a");
+  assert.ok(trickle.grow(900).ok);
+  const other = budget.open(true, "w:c");
+  for (let i = 0; i < 4; i++) {
+    now += IDLE_MS - 1;
+    assert.ok(trickle.grow(1).ok, "a byte now and then: never idle");
+    if (i === 0) assert.equal(other.grow(300), { ok: false, reason: "busy", capacity: 1_000 }, "in its first second it holds its room");
+  }
+  assert.ok((trickle.bytes * 1000) / now < MIN_ARRIVAL_BYTES_PER_SECOND);
+  assert.ok(other.grow(300).ok, "past its first second, crawling, it is evicted for a body that arrives");
+  assert.is(trickle.signal.aborted, true);
 });
 
 test("senderCap: an eighth of the budget, room for two whole compressed bodies, never over the budget", () => {
