@@ -15,35 +15,18 @@ import { Reader, type Response } from "mmdb-lib";
 import { UAParser } from "ua-parser-js";
 import { NO_ENRICHMENT, type Enrichment, type DeviceType } from "../schemas/enrichment";
 import { cutText } from "../schemas/wellformed";
+import { parsedAgentText } from "./agent-text";
 
-export { NO_ENRICHMENT };
+export { NO_ENRICHMENT, parsedAgentText };
 
 /** Characters of a user agent read (ua-parser-js 1.x reads 350; longer ones are not real browsers). */
 const MAX_USER_AGENT_CHARS = 512;
 
-/** Characters of a user agent parsed: ua-parser-js 1.x's own UA_MAX_LENGTH. */
-const PARSED_USER_AGENT_CHARS = 350;
-
-/** A run of one character longer than 8 (no real user agent has one). */
-const LONG_RUN = /(.)\1{8,}/gs;
-
-/**
- * The text of a user agent ua-parser-js reads: runs of one character cut to 8, then the first
- * PARSED_USER_AGENT_CHARS characters (isbot, 2-11 us on any agent, reads it whole: a long run is
- * one of its signs of a bot). ua-parser-js's patterns slow down on long runs:
- * 350 spaces or letters cost 0.3-1 ms to parse against 40 us for a real agent (a hostile review:
- * 820 padded agents in one batch held the event loop 287 ms); cut, 20-80 us. What is stored is the
- * agent as sent.
- */
-export function parsedAgentText(userAgent: string): string {
-  return cutText(
-    userAgent.replace(LONG_RUN, (run, c: string) => c.repeat(8)),
-    PARSED_USER_AGENT_CHARS,
-  );
-}
-
 /** What a user agent says, cached per user agent text. */
 type AgentFacts = Pick<Enrichment, "browser" | "browser_version" | "os" | "device_type" | "is_bot">;
+
+/** The facts of an agent left unparsed, as of none. */
+const UNPARSED: AgentFacts = Object.freeze({ browser: "", browser_version: "", os: "", device_type: "other", is_bot: 0 });
 
 /** Operating systems whose devices ua-parser-js leaves untyped and which are desktops. */
 const DESKTOP_OS =
@@ -56,23 +39,67 @@ interface CountryRecord {
 }
 
 /**
+ * Milliseconds of parsing uncached user agents one request may spend (Enricher.forRequest): a
+ * quarter of the ingest's 20 ms latency objective (issue 28). About 100 real agents never seen
+ * before (35-90 us each), or 1,000 cached ones per microsecond or two; past it, the request's
+ * other uncached agents are stored unparsed (issue 46, row 3).
+ */
+export const AGENT_PARSE_BUDGET_MS = 5;
+
+/** Options of an Enricher. */
+export interface EnricherOptions {
+  /** Parsed user agents and looked-up addresses kept, each (LRU). */
+  cacheSize?: number;
+  /** Per request (forRequest): ms of uncached parsing, AGENT_PARSE_BUDGET_MS by default. */
+  parseBudgetMs?: number;
+  /** Called for each agent stored unparsed because its request's budget was spent (a metric). */
+  onUnparsed?: () => void;
+}
+
+/** The parse time a request has spent, ms, and its limit. */
+interface ParseBudget {
+  limitMs: number;
+  spentMs: number;
+}
+
+/**
  * Derives the enrichment columns of a message's context. `countryDb` is an MMDB reader, or
  * undefined for no country. Parsed user agents are kept in an LRU cache of `cacheSize` entries:
- * the same few hundred agents make most traffic, and a parse costs about 15 us.
+ * the same few hundred agents make most traffic, and a parse costs 35-90 us. The enricher made
+ * here parses every agent; forRequest's, the one a request uses, stops parsing once its budget is
+ * spent.
  */
 export class Enricher {
   private readonly agents: LRUCache<string, AgentFacts>;
   /** Countries by address: a database lookup costs about 2 us, and a user's events share an address. */
   private readonly countries: LRUCache<string, string>;
+  private readonly parseBudgetMs: number;
+  private readonly onUnparsed: () => void;
   private lastAgent: [text: string, facts: AgentFacts] | undefined;
   private lastCountry: [ip: string, code: string] | undefined;
+  /** Set on forRequest's copies only. */
+  private budget: ParseBudget | undefined;
 
   constructor(
     private readonly countryDb: Reader<Response> | undefined,
-    cacheSize = 10_000,
+    { cacheSize = 10_000, parseBudgetMs = AGENT_PARSE_BUDGET_MS, onUnparsed = () => {} }: EnricherOptions = {},
   ) {
     this.agents = new LRUCache({ max: cacheSize });
     this.countries = new LRUCache({ max: cacheSize });
+    this.parseBudgetMs = parseBudgetMs;
+    this.onUnparsed = onUnparsed;
+  }
+
+  /**
+   * The enricher one request uses (ingest/envelope.ts buildRecords): the same caches, and its own
+   * budget of parseBudgetMs for agents not in them. Agents past the budget get no browser, OS,
+   * device type or bot flag (a mobile SDK's context.os and device still fill theirs), are not
+   * cached (a later request parses them) and are never a refusal.
+   */
+  forRequest(): Enricher {
+    const copy = Object.assign(Object.create(Enricher.prototype) as Enricher, this);
+    copy.budget = { limitMs: this.parseBudgetMs, spentMs: 0 };
+    return copy;
   }
 
   /**
@@ -99,13 +126,23 @@ export class Enricher {
     };
   }
 
-  /** What a user agent says (cached; the items of one batch mostly share theirs, so the last one is kept apart). */
+  /**
+   * What a user agent says (cached; the items of one batch mostly share theirs, so the last one is
+   * kept apart); UNPARSED when it is not cached and the request's budget is spent.
+   */
   agent(userAgent: string): AgentFacts {
     if (userAgent === this.lastAgent?.[0]) return this.lastAgent[1];
     const text = cutText(userAgent, MAX_USER_AGENT_CHARS);
     let facts = this.agents.get(text);
     if (facts === undefined) {
+      const budget = this.budget;
+      if (budget !== undefined && budget.spentMs >= budget.limitMs) {
+        this.onUnparsed();
+        return UNPARSED;
+      }
+      const start = performance.now();
       facts = parseAgent(text);
+      if (budget !== undefined) budget.spentMs += performance.now() - start;
       this.agents.set(text, facts);
     }
     this.lastAgent = [userAgent, facts];
@@ -169,16 +206,42 @@ function objectField(value: unknown, key: string): string {
 /**
  * An address with its host part zeroed, for IP_ANONYMIZE: IPv4's last octet (1.2.3.4 ->
  * 1.2.3.0), IPv6's last 80 bits (the first 48 kept: the site prefix, as Google Analytics and
- * Matomo truncate); an IPv4-mapped IPv6 address as IPv4. Undefined for text that is not an address
- * (nothing can be kept of it safely).
+ * Matomo truncate). An IPv6 address that carries an IPv4 one (embeddedIpv4) is that IPv4
+ * anonymized: its /48 would keep all of a 6to4 address's IPv4. Undefined for text that is not an
+ * address (nothing can be kept of it safely).
  */
 export function anonymizeIp(ip: string): string | undefined {
   if (ip.length > 64 || !ipaddr.isValid(ip)) return undefined;
-  const address = ipaddr.process(ip);
-  const bytes = address.toByteArray();
-  const keep = address.kind() === "ipv4" ? 3 : 6;
+  const parsed = ipaddr.parse(ip);
+  const bytes = parsed.kind() === "ipv4" ? parsed.toByteArray() : (embeddedIpv4(parsed.toByteArray()) ?? parsed.toByteArray());
+  const keep = bytes.length === 4 ? 3 : 6;
   for (let i = keep; i < bytes.length; i++) bytes[i] = 0;
   return ipaddr.fromByteArray(bytes).toString();
+}
+
+/**
+ * The IPv4 address an IPv6 one (16 bytes) carries, as 4 bytes, or undefined:
+ * - IPv4-mapped ::ffff:0:0/96 and IPv4-compatible ::/96 (RFC 4291; not :: and ::1, nor any
+ *   0.x.y.z): the last 32 bits;
+ * - 6to4 2002::/16 (RFC 3056): bits 16-47;
+ * - Teredo 2001::/32 (RFC 4380): the client's address is the last 32 bits inverted;
+ * - NAT64 64:ff9b::/96 (RFC 6052): the last 32 bits; the local-use 64:ff9b:1::/48 (RFC 8215)
+ *   when bits 48-95 are zero, which is how a /96 prefix is read there. Its other prefix
+ *   lengths place the IPv4 elsewhere past bit 48 (RFC 6052 section 2.2), so their /48 holds none
+ *   of it and is what is kept.
+ */
+export function embeddedIpv4(bytes: readonly number[]): number[] | undefined {
+  const zeroes = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+  const last32 = bytes.slice(12, 16);
+  if (zeroes(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return last32;
+  if (zeroes(0, 12) && bytes[12] !== 0) return last32;
+  if (bytes[0] === 0x20 && bytes[1] === 0x02) return bytes.slice(2, 6);
+  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] === 0 && bytes[3] === 0) return last32.map((b) => b ^ 0xff);
+  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b) {
+    if (bytes[4] === 0 && bytes[5] === 0 && zeroes(6, 12)) return last32;
+    if (bytes[4] === 0 && bytes[5] === 1 && zeroes(6, 12)) return last32;
+  }
+  return undefined;
 }
 
 const packageRequire = createRequire(__filename);

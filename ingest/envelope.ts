@@ -101,10 +101,12 @@ export function buildRecords(
   // A line of n UTF-16 units has at most 3n bytes and is longer than the row it encodes.
   const measureOver = Math.floor(maxMessageBytes / 3);
   const recordMeasureOver = Math.floor((maxRecordBytes - RECORD_OVERHEAD_BYTES) / 3);
+  // The request's own budget of user agent parsing (ingest/enrich.ts forRequest), caches shared.
+  const requestPolicy = policy.enricher === undefined ? policy : { ...policy, enricher: policy.enricher.forRequest() };
   for (let index = 0; index < messages.length; index++) {
     const message = messages[index]!;
     const listedBefore = listedShapes.size;
-    const row = messageRow(message, stamp(message, defaults, receipt, policy, listedShapes));
+    const row = messageRow(message, stamp(message, defaults, receipt, requestPolicy, listedShapes));
     const record: EventRecord = { key: message.messageId, value: JSON.stringify(row) };
     let over: Oversized | undefined;
     if (record.value.length > measureOver) {

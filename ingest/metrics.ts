@@ -29,6 +29,8 @@ export interface IngestMetrics {
   messagesRejected: Counter;
   /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
   messagesSuppressed: Counter;
+  /** Messages whose user agent was stored unparsed: its request's parse budget was spent (ingest/enrich.ts). */
+  agentsUnparsed: Counter;
   /** Live view streams open now (ingest/live/routes.ts). */
   liveViewers: Gauge;
   /** Live items not sent to a viewer whose connection held too much unsent. */
@@ -89,6 +91,11 @@ export function ingestMetrics(): IngestMetrics {
     messagesSuppressed: new Counter({
       name: "ingest_messages_suppressed_total",
       help: "Messages and refused items of suppressed users, accepted and not stored",
+      registers: [registry],
+    }),
+    agentsUnparsed: new Counter({
+      name: "ingest_user_agents_unparsed_total",
+      help: "Messages stored without browser and OS: their request's user agent parse budget was spent",
       registers: [registry],
     }),
     liveViewers: new Gauge({ name: "ingest_live_viewers", help: "Live view streams open now", registers: [registry] }),

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import type { EventRecord, RejectedEnvelope } from "../schemas/envelope";
 import { cutText } from "../schemas/wellformed";
 import type { Receipt } from "./envelope";
-import { withAnonymizedIp } from "./enrich";
+import { anonymizeIp } from "./enrich";
 import { recordBytes } from "../schemas/kafka/limits";
 import { isBlankId, numberAsId } from "../schemas/messages";
 
@@ -45,7 +45,7 @@ function isIdValue(key: (typeof DELETION_KEYS)[number], value: unknown): boolean
  * an object JavaScript lists number-like keys ("0") before every other, so reordering the object
  * could not put the ids first.
  */
-function idsFirstText(fields: Record<string, unknown>): string {
+function idsFirstText(fields: Record<string, unknown>, replacer: Replacer | undefined): string {
   const rest = { ...fields };
   const head: string[] = [];
   for (const key of DELETION_KEYS)
@@ -53,7 +53,7 @@ function idsFirstText(fields: Record<string, unknown>): string {
       head.push(`${JSON.stringify(key)}:${JSON.stringify(fields[key])}`);
       delete rest[key];
     }
-  const tail = JSON.stringify(rest).slice(1, -1);
+  const tail = JSON.stringify(rest, replacer).slice(1, -1);
   return `{${[...head, ...(tail === "" ? [] : [tail])].join(",")}}`;
 }
 
@@ -64,8 +64,9 @@ function idsFirstText(fields: Record<string, unknown>): string {
  * fits `maxRecordBytes` (schemas/kafka/limits.ts recordBytes; the producer's limit, so the broker
  * never refuses it), else cut (and a reason says so). Reasons are capped too (MAX_REASONS of
  * MAX_REASON_CHARS, their escaped text within a quarter of `maxRecordBytes`), so one record stays
- * within maxRawBytes + about 25 KB. The rejectionId hashes the item (less writeKey, IP anonymized
- * as asked) in the order it was sent, as before the ids came first. Pure.
+ * within maxRawBytes + about 25 KB. With `anonymize` (IP_ANONYMIZE) every `ip` in the item is
+ * anonymized or left out (anonymizedIps). The rejectionId hashes the item (less writeKey, IP
+ * anonymized as asked) in the order it was sent, as before the ids came first. Pure.
  */
 export function buildRejected(
   refusals: readonly Refusal[],
@@ -74,13 +75,12 @@ export function buildRejected(
   anonymize = false,
   maxRecordBytes = Number.POSITIVE_INFINITY,
 ): EventRecord[] {
+  const replacer = anonymize ? anonymizedIps : undefined;
   return refusals.map(({ item, reasons }) => {
-    let fields = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as Record<string, unknown>) : undefined;
-    if (anonymize && fields !== undefined && isRecord(fields.context) && fields.context.ip !== undefined)
-      fields = { ...fields, context: withAnonymizedIp(fields.context) };
+    const fields = isRecord(item) ? item : undefined;
     const { writeKey: _writeKey, ...withoutKey } = fields ?? {};
-    const whole = (fields === undefined ? JSON.stringify(item) : JSON.stringify(withoutKey)) ?? "null";
-    let raw = fields === undefined ? whole : idsFirstText(withoutKey);
+    const whole = (fields === undefined ? JSON.stringify(item, replacer) : JSON.stringify(withoutKey, replacer)) ?? "null";
+    let raw = fields === undefined ? whole : idsFirstText(withoutKey, replacer);
     const messageId = typeof fields?.messageId === "string" && fields.messageId.length <= 200 ? fields.messageId : "";
     const envelope: RejectedEnvelope = {
       workspaceId: receipt.workspaceId,
@@ -104,6 +104,21 @@ export function buildRejected(
     envelope.raw = raw;
     return { key: envelope.rejectionId, value: JSON.stringify(envelope), rejected: true };
   });
+}
+
+/** A JSON.stringify replacer. */
+type Replacer = (key: string, value: unknown) => unknown;
+
+/**
+ * IP_ANONYMIZE in a refused item: every `ip` key, at any depth and whatever holds it (the item may
+ * be an array, its context a list, its ip a number or an object), is written anonymized when it is
+ * an address in text (anonymizeIp) and left out otherwise. A refused item's shape is not known, so
+ * no place is trusted to hold something else than an address: accepted messages anonymize their
+ * context.ip alone (ingest/envelope.ts). A JSON.stringify replacer: stringify walks the item.
+ */
+function anonymizedIps(key: string, value: unknown): unknown {
+  if (key !== "ip") return value;
+  return typeof value === "string" ? anonymizeIp(value) : undefined;
 }
 
 /**

@@ -134,7 +134,9 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     metrics,
     log,
     contextPolicy: {
-      enricher: new Enricher(openCountryDb(config.geoipDatabase ?? defaultCountryDbPath())),
+      enricher: new Enricher(openCountryDb(config.geoipDatabase ?? defaultCountryDbPath()), {
+        onUnparsed: () => metrics.agentsUnparsed.inc(),
+      }),
       anonymizeIp: config.ipAnonymize,
       shapes: new SentShapes(),
     },

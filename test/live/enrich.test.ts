@@ -3,14 +3,17 @@
  * country database (test/fixtures/geo-test.mmdb), IP_ANONYMIZE on and one trusted proxy: a
  * Chrome page view, Googlebot, a mobile SDK's upload, and missing or garbage values (defaults,
  * never a refusal); a refused item's address anonymized in rejected_messages; the catalog after
- * an SDK's retries, through `cli catalog --json`.
+ * an SDK's retries, through `cli catalog --json`; 500 KB batches of hostile and of real user
+ * agents (issue 46, row 3) and IPv6 addresses that carry an IPv4 one (row 8).
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, LiveStack, sqlList, waitFor } from "../support/harness";
+import { adminPort, basic, LiveStack, sqlList, waitFor } from "../support/harness";
 import { ROOT } from "../support/paths";
+import { cpuSeconds } from "../bench/procstat";
 import type { EventCatalogRow, PropertyCatalogRow } from "../../schemas/clickhouse/catalog";
 
 const stack = new LiveStack({
@@ -133,5 +136,115 @@ live("the catalog after an SDK's retries counts each message once (cli catalog -
   const plan = catalog.properties.find((r) => r.event === "Plan Chosen" && r.key === "plan");
   assert.equal(plan && [plan.source, plan.types, plan.count], ["properties", ["number", "string"], "4"]);
 });
+
+/** The batch items of about `bytes` of JSON, each with its own user agent from `agent`. */
+function batchOf(
+  bytes: number,
+  agent: (i: number) => string,
+): { type: string; messageId: string; userId: string; event: string; context: object }[] {
+  const items = [];
+  for (let i = 0, size = 12; size < bytes; i++) {
+    const item = { type: "track", messageId: randomUUID(), userId: "u", event: "Viewed", context: { userAgent: agent(i) } };
+    size += JSON.stringify(item).length + 1;
+    if (size < bytes) items.push(item);
+  }
+  return items;
+}
+
+/** ingest_user_agents_unparsed_total, or -1 when the ingest has no such metric. */
+async function unparsedAgents(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${await adminPort(stack.ingest!)}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith("ingest_user_agents_unparsed_total "));
+  return line === undefined ? -1 : Number(line.split(" ")[1]);
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+live(
+  "500 KB batches of repeated-word agents and of real ones: figures; past the parse budget agents are counted, never refused",
+  async () => {
+    const real = readFileSync(join(ROOT, "test", "fixtures", "user-agents.txt"), "utf8")
+      .split("\n")
+      .filter(Boolean);
+    const ms: Record<"hostile" | "real", number[]> = { hostile: [], real: [] };
+    const cpuMs: Record<"hostile" | "real", number[]> = { hostile: [], real: [] };
+    const items: Record<"hostile" | "real", number> = { hostile: 0, real: 0 };
+    const unparsedBefore = await unparsedAgents();
+    let lastHostile: string[] = [];
+    // Every batch's agents are new (the run and batch in each): no parse is saved by the cache.
+    const run = randomUUID().slice(0, 8);
+    for (let round = 0; round < 6; round++)
+      for (const kind of ["hostile", "real"] as const) {
+        const batch = batchOf(495_000, (i) =>
+          kind === "hostile" ? `${"Android".repeat(48)}${run}${round}${i}` : `${real[i % real.length]!} ${run}/${round}.${i}`,
+        );
+        const cpuStart = cpuSeconds(stack.ingest!.child.pid!);
+        const start = performance.now();
+        const answer = await stack.post("/v1/batch", { batch });
+        const took = performance.now() - start;
+        const cpu = (cpuSeconds(stack.ingest!.child.pid!) - cpuStart) * 1000;
+        assert.is(answer.status, 200, answer.text);
+        if (round === 0) continue; // the first of each warms the process up
+        ms[kind].push(took);
+        cpuMs[kind].push(cpu);
+        items[kind] = batch.length;
+        if (kind === "hostile") lastHostile = batch.map((b) => b.messageId);
+      }
+    const unparsed = (await unparsedAgents()) - unparsedBefore;
+    // The figures (docs/PERFORMANCE.md): wall time of the request, and the ingest's CPU time for it.
+    const figure = (kind: "hostile" | "real") =>
+      `${kind} (${items[kind]} items) ${median(ms[kind]).toFixed(0)} ms, ${median(cpuMs[kind]).toFixed(0)} ms CPU ` +
+      `[${ms[kind].map((m) => m.toFixed(0)).join(" ")}] [${cpuMs[kind].map((m) => m.toFixed(0)).join(" ")}]`;
+    const ratio = (values: Record<"hostile" | "real", number[]>) => (median(values.hostile) / median(values.real)).toFixed(2);
+    console.log(`\n  500 KB batch, median of 5: ${figure("hostile")}; ${figure("real")}`);
+    console.log(`  hostile / real: ${ratio(ms)} by wall time, ${ratio(cpuMs)} by ingest CPU; ${unparsed} agents unparsed`);
+    // Counted, not timed: each request parses what its budget allows and leaves the rest unparsed.
+    assert.ok(unparsedBefore >= 0, "ingest_user_agents_unparsed_total is exported");
+    assert.ok(unparsed > 0, `${unparsed} agents unparsed`);
+    await waitFor(
+      "every item of the last hostile batch in events: none refused",
+      async () => {
+        const rows = await stack.select<{ n: string }>(
+          `SELECT count() AS n FROM ${stack.table} FINAL WHERE message_id IN (${sqlList(lastHostile)})`,
+        );
+        return Number(rows[0]?.n) === lastHostile.length ? true : undefined;
+      },
+      60_000,
+    );
+  },
+);
+
+live(
+  "IP_ANONYMIZE: a 6to4 context.ip is stored as its anonymized IPv4; a refused item's ip, whatever its shape, anonymized or left out",
+  async () => {
+    const [sixToFour, teredo, refusedNumber, refusedList] = Array.from({ length: 4 }, () => randomUUID());
+    const batch = {
+      batch: [
+        { type: "track", messageId: sixToFour, userId: "u", event: "E", context: { ip: "2002:cb00:714d::1" } },
+        { type: "track", messageId: teredo, userId: "u", event: "E", context: { ip: "2001:0:4136:e378:8000:63bf:3fff:fdd2" } },
+        // no event: refused, kept in rejected_messages
+        { type: "track", messageId: refusedNumber, userId: "u", ip: 3405803853, context: { ip: { v4: "203.0.113.77" } } },
+        { type: "track", messageId: refusedList, userId: "u", context: [{ ip: "203.0.113.77" }] },
+      ],
+    };
+    const answer = await stack.post("/v1/batch", batch);
+    assert.is(answer.status, 200, answer.text);
+    const rows = await enriched([sixToFour, teredo]);
+    assert.is(JSON.parse(rows.get(sixToFour)!.context).ip, "203.0.113.0", "6to4: not its /48, which is the whole IPv4");
+    assert.is(JSON.parse(rows.get(teredo)!.context).ip, "192.0.2.0", "Teredo: the client's IPv4, anonymized");
+    const refused = await waitFor("the refused items in rejected_messages", async () => {
+      const found = await stack.select<{ message_id: string; raw: string }>(
+        `SELECT message_id, raw FROM ${stack.database}.rejected_messages FINAL WHERE message_id IN (${sqlList([refusedNumber, refusedList])})`,
+      );
+      return found.length === 2 ? new Map(found.map((r) => [r.message_id, JSON.parse(r.raw) as Record<string, unknown>])) : undefined;
+    });
+    assert.equal(
+      [refused.get(refusedNumber)!.ip, refused.get(refusedNumber)!.context],
+      [undefined, {}],
+      "not an address in text: left out",
+    );
+    assert.equal(refused.get(refusedList)!.context, [{ ip: "203.0.113.0" }]);
+  },
+);
 
 live.run();

@@ -1,7 +1,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Enricher, NO_ENRICHMENT, anonymizeIp, defaultCountryDbPath, openCountryDb, parsedAgentText } from "../../../ingest/enrich";
+import { cutText } from "../../../schemas/wellformed";
 import { buildRecords, type ContextPolicy, type Receipt } from "../../../ingest/envelope";
 import { buildRejected } from "../../../ingest/rejected";
 import type { EventRow } from "../../../schemas/row";
@@ -74,15 +76,81 @@ test("padded user agents are parsed with their runs cut to 8 and at most 350 cha
   assert.is(parsedAgentText("x" + " ".repeat(500) + "y"), "x" + " ".repeat(8) + "y");
   assert.is(parsedAgentText("a".repeat(9)), "a".repeat(8));
   assert.is(parsedAgentText("a".repeat(8)), "a".repeat(8));
-  assert.is(parsedAgentText("a; ".repeat(200)).length, 350);
+  assert.is(parsedAgentText(Array.from({ length: 200 }, (_, i) => i).join("; ")).length, 350);
   // Padded inside, it still reads as Chrome on Windows; the stored context keeps the agent as sent.
   const padded = chrome.replace("(Windows", `(${" ".repeat(300)}Windows`);
   const facts = new Enricher(undefined).agent(padded);
   assert.equal([facts.browser, facts.os, facts.device_type, facts.is_bot], ["Chrome", "Windows", "desktop", 0]);
 });
 
+/** Real agents, one a line (test/fixtures/README.md). */
+const REAL_AGENTS = readFileSync(join(ROOT, "test", "fixtures", "user-agents.txt"), "utf8")
+  .split("\n")
+  .filter(Boolean);
+
+test("agents made of a repeated token are cut to 3 copies of it before parsing; real agents are read as before", () => {
+  // issue 46, row 3: "Android" x 48 cost ua-parser-js 0.5 ms, a real agent 35-90 us
+  assert.is(parsedAgentText("Android".repeat(48) + "1061"), "Android".repeat(3) + "1061");
+  assert.is(parsedAgentText("Android ".repeat(43) + "7"), "Android ".repeat(3) + "7");
+  assert.is(parsedAgentText("Mozilla/5.0 (".repeat(26) + "x"), "Mozilla/5.0 (".repeat(3) + "x");
+  assert.is(parsedAgentText(`Mozilla/5.0 (${"Windows NT; ".repeat(20)}) Chrome/1`), `Mozilla/5.0 (${"Windows NT; ".repeat(3)}) Chrome/1`);
+  assert.is(parsedAgentText("ab".repeat(100)), "ababab", "a token of two characters");
+  assert.is(parsedAgentText("x".repeat(20) + "yz".repeat(20)), "x".repeat(8) + "yzyzyz", "runs side by side, each cut");
+  assert.is(parsedAgentText("1.1.1.1.1.1.1.1.1"), "1.1.1.1", "0.0.0.0 in a version is 3 copies, kept; more are cut");
+  // Before this cut, what was parsed was the agent with runs of one character cut to 8, and its
+  // first 350 characters: every real agent of the fixtures is that same text, so parses the same.
+  const oneCharacterCut = (agent: string) =>
+    cutText(
+      agent.replace(/(.)\1{8,}/gs, (_run, c: string) => c.repeat(8)),
+      350,
+    );
+  assert.ok(REAL_AGENTS.length >= 50);
+  for (const agent of REAL_AGENTS) assert.is(parsedAgentText(agent), oneCharacterCut(agent), agent);
+  const facts = new Enricher(undefined).agent("Android".repeat(48) + "1061");
+  assert.equal([facts.browser, facts.device_type], ["", "bot"], "isbot still reads the agent whole: a long run is a bot's sign");
+});
+
+/** An enricher whose requests parse one uncached agent each (the second finds the budget spent), and its count of unparsed ones. */
+function oneParsePerRequest(): { enricher: Enricher; unparsed: () => number } {
+  let unparsed = 0;
+  const enricher = new Enricher(undefined, { parseBudgetMs: 0.001, onUnparsed: () => unparsed++ });
+  return { enricher, unparsed: () => unparsed };
+}
+
+test("a request's parse budget: past it, uncached agents are stored without browser or OS, counted, not cached; cached ones still read", () => {
+  const { enricher, unparsed } = oneParsePerRequest();
+  const agents = REAL_AGENTS.slice(0, 10).map((agent, i) => `${agent} build/${i}`);
+  const first = enricher.forRequest();
+  const facts = agents.map((agent) => first.agent(agent));
+  assert.is(facts[0]!.browser, "Chrome", "the first agent is parsed");
+  for (const f of facts.slice(1)) assert.equal(f, { browser: "", browser_version: "", os: "", device_type: "other", is_bot: 0 });
+  assert.is(unparsed(), 9);
+  const second = enricher.forRequest();
+  assert.is(second.agent(agents[0]!).browser, "Chrome", "cached: read whatever the budget");
+  assert.is(second.agent(agents[1]!).browser, "Edge", "not cached when left unparsed: the next request parses it");
+  assert.is(second.agent(agents[2]!).browser, "");
+  assert.is(unparsed(), 10);
+  // the enricher itself (not a request's) parses every agent
+  assert.is(enricher.agent(agents[2]!).browser, "Firefox");
+  assert.is(unparsed(), 10);
+});
+
+test("the default budget (AGENT_PARSE_BUDGET_MS) cuts a request of 2,000 agents never seen before short, and only that request", () => {
+  let unparsed = 0;
+  const enricher = new Enricher(undefined, { onUnparsed: () => unparsed++ });
+  const request = enricher.forRequest();
+  const agents = Array.from({ length: 2_000 }, (_, i) => `${REAL_AGENTS[i % REAL_AGENTS.length]!} build/${i}`);
+  for (const agent of agents) request.agent(agent);
+  // 5 ms at 20-90 us a parse: a few hundred at most are parsed
+  assert.ok(unparsed > 1_000, `${unparsed} unparsed of 2,000`);
+  assert.ok(unparsed < 2_000);
+  const before = unparsed;
+  assert.is(enricher.forRequest().agent(`${REAL_AGENTS[0]!} build/new`).browser, "Chrome", "the next request has its own budget");
+  assert.is(unparsed, before);
+});
+
 test("a parsed user agent is cached, and the cache is bounded", () => {
-  const small = new Enricher(undefined, 2);
+  const small = new Enricher(undefined, { cacheSize: 2 });
   const first = small.agent(CHROME);
   assert.ok(small.agent(CHROME) === first);
   small.agent(GOOGLEBOT);
@@ -105,6 +173,23 @@ test("anonymizeIp zeroes IPv4's last octet and IPv6's last 80 bits", () => {
   assert.is(anonymizeIp("::ffff:81.2.69.160"), "81.2.69.0");
   assert.is(anonymizeIp("1.2.3.4 or something"), undefined);
   assert.is(anonymizeIp(""), undefined);
+});
+
+test("an IPv6 address that carries an IPv4 one is anonymized as that IPv4 (issue 46, row 8)", () => {
+  assert.is(anonymizeIp("2002:cb00:714d::1"), "203.0.113.0", "6to4: its /48 is the whole IPv4");
+  assert.is(anonymizeIp("2002:cb00:714d:abcd:1:2:3:4"), "203.0.113.0");
+  assert.is(anonymizeIp("2001:0:4136:e378:8000:63bf:3fff:fdd2"), "192.0.2.0", "Teredo (RFC 4380's example): the client's, inverted");
+  assert.is(anonymizeIp("64:ff9b::203.0.113.77"), "203.0.113.0", "NAT64's well-known prefix");
+  assert.is(anonymizeIp("64:ff9b::cb00:714d"), "203.0.113.0");
+  assert.is(anonymizeIp("64:ff9b:1::cb00:714d"), "203.0.113.0", "NAT64's local-use prefix, a /96");
+  assert.is(anonymizeIp("64:ff9b:1:cb00:71:4d00::"), "64:ff9b:1::", "a longer prefix than /48 holds the IPv4 past bit 48: none kept");
+  assert.is(anonymizeIp("::ffff:203.0.113.77"), "203.0.113.0", "IPv4-mapped");
+  assert.is(anonymizeIp("::ffff:cb00:714d"), "203.0.113.0");
+  assert.is(anonymizeIp("::203.0.113.77"), "203.0.113.0", "IPv4-compatible (deprecated)");
+  assert.is(anonymizeIp("::1"), "::");
+  assert.is(anonymizeIp("::"), "::");
+  assert.is(anonymizeIp("2001:db8:85a3::1"), "2001:db8:85a3::", "documentation space: a plain IPv6 address");
+  assert.is(anonymizeIp("2001:4860:4860::8888"), "2001:4860:4860::", "2001:4860::/32 is not Teredo");
 });
 
 const receipt: Receipt = { workspaceId: "ws1", receivedAt: "2026-11-22T10:00:00.123Z", clientIp: "81.2.69.160" };
@@ -131,6 +216,32 @@ test("buildRecords: enrichment columns from the stored context; IP_ANONYMIZE aft
   const plain = buildRecords([{ type: "page", messageId: "a", anonymousId: "x" }], {}, receipt, 32 * 1024);
   assert.ok((JSON.parse(JSON.parse(plain.records[0]!.value).context) as { ip: string }).ip === "81.2.69.160");
   assert.ok((JSON.parse(plain.records[0]!.value) as EventRow).device_type === "other");
+});
+
+test("buildRecords gives each request its own parse budget: every message stored, the unparsed ones counted", () => {
+  const { enricher: budgeted, unparsed } = oneParsePerRequest();
+  const messages = REAL_AGENTS.slice(0, 6).map((userAgent, i) => ({
+    type: "track" as const,
+    messageId: `m${i}`,
+    userId: "u",
+    event: "E",
+    context: { userAgent: `${userAgent} build/${i}`, os: { name: "FromSdk" } },
+  }));
+  const rows = (built: ReturnType<typeof buildRecords>) => built.records.map((r) => JSON.parse(r.value) as EventRow);
+  const first = rows(buildRecords(messages, {}, receipt, 32 * 1024, { enricher: budgeted, anonymizeIp: false }));
+  assert.is(first.length, 6, "never a refusal");
+  assert.equal(
+    first.map((r) => [r.browser ?? "", r.os]),
+    [["Chrome", "Windows"], ...Array.from({ length: 5 }, () => ["", "FromSdk"])],
+    "past the budget the SDK's context.os still fills the OS",
+  );
+  assert.is(unparsed(), 5);
+  const second = rows(buildRecords(messages, {}, receipt, 32 * 1024, { enricher: budgeted, anonymizeIp: false }));
+  assert.equal(
+    second.map((r) => r.browser ?? ""),
+    ["Chrome", "Edge", "", "", "", ""],
+  );
+  assert.is(unparsed(), 9);
 });
 
 test("names cut at 100 characters keep surrogate pairs whole: the row holds no lone surrogate, which ClickHouse refuses", () => {

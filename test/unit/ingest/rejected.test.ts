@@ -100,4 +100,37 @@ test("an oversized item keeps the ids a deletion finds it by, wherever they were
   );
 });
 
+test("IP_ANONYMIZE: every ip of a refused item is anonymized or left out, whatever holds it (issue 46, row 8)", () => {
+  const items: unknown[] = [
+    { type: "track", messageId: "a", context: { ip: "2002:cb00:714d::1" } }, // 6to4
+    { type: "track", messageId: "b", context: { ip: 3405803853 } }, // 203.0.113.77 as a number
+    { type: "track", messageId: "c", context: { ip: { v4: "203.0.113.77" } } },
+    { type: "track", messageId: "d", context: [{ ip: "203.0.113.77" }] },
+    [{ type: "track", messageId: "e", context: { ip: "203.0.113.77" } }],
+    { type: "track", messageId: "f", ip: "203.0.113.77", properties: { ip: ["203.0.113.77"] } },
+    { type: "track", messageId: "g", context: { ip: "not an address 203.0.113.77" } },
+  ];
+  const records = buildRejected(
+    items.map((item) => ({ item, reasons: ["event: required"] })),
+    receipt,
+    32_768,
+    true,
+  );
+  const raws = records.map((r) => envelopeOf(r.value).raw);
+  for (const raw of raws) {
+    assert.not.match(raw, /203\.0\.113\.77|3405803853|cb00:714d/, raw);
+    assert.not.match(raw, /"ip":\{|"ip":\[|"ip":\d/, raw);
+  }
+  assert.equal(JSON.parse(raws[0]!).context, { ip: "203.0.113.0" });
+  assert.equal(JSON.parse(raws[1]!).context, {});
+  assert.equal(JSON.parse(raws[2]!).context, {});
+  assert.equal(JSON.parse(raws[3]!).context, [{ ip: "203.0.113.0" }]);
+  assert.equal(JSON.parse(raws[4]!), [{ type: "track", messageId: "e", context: { ip: "203.0.113.0" } }]);
+  assert.equal(JSON.parse(raws[5]!), { type: "track", messageId: "f", ip: "203.0.113.0", properties: {} });
+  assert.equal(JSON.parse(raws[6]!).context, {});
+  // without IP_ANONYMIZE an item is kept as sent
+  const [plain] = buildRejected([{ item: items[1], reasons: ["event: required"] }], receipt, 32_768);
+  assert.match(envelopeOf(plain!.value).raw, /3405803853/);
+});
+
 test.run();
