@@ -29,6 +29,8 @@ export interface IngestMetrics {
   messagesRejected: Counter;
   /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
   messagesSuppressed: Counter;
+  /** Messages stored past their workspace's daily catalog caps, by cap (ingest/catalog.ts CapVerdict). */
+  catalogOverCap: Counter<"cap">;
   /** Live view streams open now (ingest/live/routes.ts). */
   liveViewers: Gauge;
   /** Live items not sent to a viewer whose connection held too much unsent. */
@@ -89,6 +91,12 @@ export function ingestMetrics(): IngestMetrics {
     messagesSuppressed: new Counter({
       name: "ingest_messages_suppressed_total",
       help: "Messages and refused items of suppressed users, accepted and not stored",
+      registers: [registry],
+    }),
+    catalogOverCap: new Counter({
+      name: "ingest_catalog_over_cap_total",
+      help: "Messages stored but counted in the catalog's over-cap row: their workspace's daily cap of new names or shapes was reached, by cap",
+      labelNames: ["cap"],
       registers: [registry],
     }),
     liveViewers: new Gauge({ name: "ingest_live_viewers", help: "Live view streams open now", registers: [registry] }),
