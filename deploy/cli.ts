@@ -25,7 +25,7 @@ import { runPrivacyRequest } from "./commands/privacy";
 import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/dlq-progress";
 import { runSetup } from "./setup/main";
-import { CELL_WIDTH, catalogText, readCatalog } from "./commands/catalog";
+import { CELL_WIDTH, catalogText, readCatalog, safeJson } from "./commands/catalog";
 import { dematerializeKey, listMaterialized, materializeKey } from "./commands/properties";
 import { COLUMN_TYPES, type ColumnType, type PropertySource } from "../schemas/clickhouse/materialize";
 
@@ -137,7 +137,7 @@ async function catalog(args: string[]): Promise<number> {
   const client = createClickHouse(config);
   try {
     const found = await readCatalog(clientSql(client), config.database, workspaceId);
-    process.stdout.write(json ? `${JSON.stringify(found)}\n` : catalogText(found));
+    process.stdout.write(json ? `${safeJson(found)}\n` : catalogText(found));
     return 0;
   } finally {
     await client.close();

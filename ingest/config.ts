@@ -121,6 +121,12 @@ export interface IngestConfig {
    * country column (env GEOIP_DATABASE). Records of `{country_code}` or MaxMind's `{country: {iso_code}}`.
    */
   geoipDatabase?: Name;
+  /**
+   * New catalog names and shapes one workspace may add per UTC day in this process, past which
+   * its messages are stored but counted in the catalog's over-cap row (env
+   * CATALOG_EVENT_NAMES_PER_DAY, CATALOG_PAGE_NAMES_PER_DAY, CATALOG_SHAPES_PER_DAY; ingest/catalog.ts).
+   */
+  catalogCaps: { eventNamesPerDay: Positive; pageNamesPerDay: Positive; shapesPerDay: Positive };
   kafka: KafkaConfig;
 }
 
@@ -177,6 +183,11 @@ export function ingestConfig(env: Env): IngestConfig {
     liveMaxViewers: int(env.LIVE_MAX_VIEWERS, 8),
     ipAnonymize: bool(env.IP_ANONYMIZE, "IP_ANONYMIZE"),
     ...(env.GEOIP_DATABASE ? { geoipDatabase: env.GEOIP_DATABASE } : {}),
+    catalogCaps: {
+      eventNamesPerDay: int(env.CATALOG_EVENT_NAMES_PER_DAY, 2_000),
+      pageNamesPerDay: int(env.CATALOG_PAGE_NAMES_PER_DAY, 2_000),
+      shapesPerDay: int(env.CATALOG_SHAPES_PER_DAY, 10_000),
+    },
     kafka: kafkaConfig(env),
   });
   const contradiction = ingestContradiction(config);

@@ -20,7 +20,7 @@ import { STORABLE_TIME_END_MS, type JsonObject, type Message } from "../schemas/
 import { EVENT_ROW_COLUMNS, messageRow, type EventRow, type RowStamp } from "../schemas/row";
 import { withAnonymizedIp, type Enricher } from "./enrich";
 import { SentShapes } from "./catalog";
-import { catalogShape } from "../schemas/catalog-keys";
+import { OVER_CAP_SHAPE, catalogShape } from "../schemas/catalog-keys";
 import { RECORD_OVERHEAD_BYTES, recordBytes } from "../schemas/kafka/limits";
 
 /** Who sent the request, from where, and when it arrived. */
@@ -210,7 +210,7 @@ export function stamp(
     if (context.ip === undefined && receipt.clientIp !== undefined) context.ip = receipt.clientIp;
   }
   const enrichment = policy.enricher?.of(context);
-  const catalog = policy.shapes === undefined ? undefined : sentShape(message, receipt.workspaceId, context, policy.shapes, listedShapes);
+  const catalog = policy.shapes === undefined ? undefined : sentShape(message, receipt, context, policy.shapes, listedShapes);
   if (policy.anonymizeIp && context != null && context.ip !== undefined) context = withAnonymizedIp(context);
   // Optional fields set one by one: spreads of conditional objects cost an allocation each, per message.
   const row: RowStamp = {
@@ -231,17 +231,20 @@ export function stamp(
 /**
  * The message's catalog shape, and whether its key list need not be sent: delivered lately by
  * this process, or listed by an earlier message of the same batch (then added to `listedShapes`).
+ * Past its workspace's daily catalog caps: OVER_CAP_SHAPE and no list (ingest/catalog.ts).
  */
 function sentShape(
   message: Message,
-  workspaceId: string,
+  receipt: Receipt,
   context: JsonObject | null | undefined,
   shapes: SentShapes,
   listedShapes: Set<string>,
 ): { shape: number; sent: boolean } {
   const m = message as Message & { properties?: unknown; traits?: unknown; event?: string; name?: string | null };
-  const shape = catalogShape(m.properties, m.traits, context);
+  const { workspaceId } = receipt;
   const event = m.type === "track" ? (m.event ?? "") : m.type === "page" || m.type === "screen" ? (m.name ?? "") : "";
+  const shape = shapes.capped(workspaceId, m.type, event, catalogShape(m.properties, m.traits, context), receipt.receivedAt.slice(0, 10));
+  if (shape === OVER_CAP_SHAPE) return { shape, sent: true };
   const key = SentShapes.key(workspaceId, m.type, event, shape);
   if (shapes.wasDelivered(key) || listedShapes.has(key)) return { shape, sent: true };
   listedShapes.add(key);

@@ -31,6 +31,8 @@ export interface IngestMetrics {
   messagesSuppressed: Counter;
   /** Messages whose user agent was stored unparsed: its request's parse budget was spent (ingest/enrich.ts). */
   agentsUnparsed: Counter;
+  /** Messages stored past their workspace's daily catalog caps, by cap (ingest/catalog.ts CapVerdict). */
+  catalogOverCap: Counter<"cap">;
   /** Live view streams open now (ingest/live/routes.ts). */
   liveViewers: Gauge;
   /** Live items not sent to a viewer whose connection held too much unsent. */
@@ -96,6 +98,12 @@ export function ingestMetrics(): IngestMetrics {
     agentsUnparsed: new Counter({
       name: "ingest_user_agents_unparsed_total",
       help: "Messages stored without browser and OS: their request's user agent parse budget was spent",
+      registers: [registry],
+    }),
+    catalogOverCap: new Counter({
+      name: "ingest_catalog_over_cap_total",
+      help: "Messages stored but counted in the catalog's over-cap row: their workspace's daily cap of new names or shapes was reached, by cap",
+      labelNames: ["cap"],
       registers: [registry],
     }),
     liveViewers: new Gauge({ name: "ingest_live_viewers", help: "Live view streams open now", registers: [registry] }),

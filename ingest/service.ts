@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
 import { createApp } from "./app";
 import { Enricher, defaultCountryDbPath, openCountryDb } from "./enrich";
-import { SentShapes } from "./catalog";
+import { CatalogCaps, SentShapes } from "./catalog";
 import { WriteKeys } from "./auth";
 import { readKeys, watchKeysFile } from "./keys";
 import { ingestMetrics, metricsApp } from "./metrics";
@@ -138,7 +138,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
         onUnparsed: () => metrics.agentsUnparsed.inc(),
       }),
       anonymizeIp: config.ipAnonymize,
-      shapes: new SentShapes(),
+      shapes: new SentShapes(undefined, undefined, new CatalogCaps(config.catalogCaps, (cap) => metrics.catalogOverCap.inc({ cap }))),
     },
   });
   // Slow clients (headers or body trickled) are cut off by these timeouts, checked every second.

@@ -17,6 +17,14 @@ export const CATALOG_KEYS_PER_OBJECT = 200;
 export const CATALOG_KEY_CHARS = 200;
 
 /**
+ * The `catalog_shape` of a message over its workspace's daily catalog caps (ingest/catalog.ts
+ * CatalogCaps): 2^53, above every catalogShape (< 2^53) and exact as a JSON number. The catalog's
+ * view counts such messages in one row per workspace, type and day instead of a row per name and
+ * shape (schemas/clickhouse/catalog.ts); their row in events keeps its name and properties.
+ */
+export const OVER_CAP_SHAPE = 2 ** 53;
+
+/**
  * The `catalog_keys` of a row: one entry per top-level key of properties, traits and context,
  * its source's code letter (SOURCE_CODES), its JSON type's (TYPE_CODES) and the key; at most
  * CATALOG_KEYS_PER_OBJECT per object and keys of at most CATALOG_KEY_CHARS.

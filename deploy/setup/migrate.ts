@@ -10,7 +10,7 @@
  * distributed_ddl_task_timeout, 180 s by default) and makes the Replicated and Distributed tables
  * of schemas/clickhouse/; a cluster starts with the current layout (nothing to move).
  */
-import { type Dialect, dialectFor, storageName, quoteIdent, quoteString, columnsQuery } from "../../schemas/clickhouse/sql";
+import { type Dialect, dialectFor, storageName, quoteIdent, quoteString, columnsQuery, onCluster } from "../../schemas/clickhouse/sql";
 import { type ClickHouseConfig } from "../../schemas/config";
 import {
   tableNameConflict,
@@ -89,7 +89,11 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
     for (const query of feed.tableDdl) await sql.command(query);
     // The view first, then the backfill: rows inserted meanwhile are counted by both, which the
     // aggregates (argMax, min, max, uniq) absorb; a crash before the record runs it again.
-    if ((await tablesNamed(sql, database, [feed.view])).length === 0) await sql.command(feed.viewDdl);
+    const [view] = await tablesNamed(sql, database, [feed.view]);
+    // An outdated view is replaced; rows inserted between the DROP and the CREATE (ms) miss its table.
+    const outdated = view !== undefined && feed.viewMark !== undefined && !view.create_table_query.includes(feed.viewMark);
+    if (outdated) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(feed.view)}${onCluster(cluster)}`);
+    if (view === undefined || outdated) await sql.command(feed.viewDdl);
     const step = `${feed.table}: backfill from ${table}`;
     if (!(await stepDone(sql, database, step))) {
       await sql.command(feed.backfill);

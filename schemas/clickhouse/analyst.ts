@@ -195,6 +195,8 @@ export interface Feed {
   tableDdl: string[];
   /** CREATE MATERIALIZED VIEW ... TO the target, reading the events table (on a cluster, each server's `_local` tables). */
   viewDdl: string;
+  /** Text the current view's definition holds: an existing view without it is dropped and made again (catalog.ts). */
+  viewMark?: string;
   /**
    * INSERT ... SELECT of every events row into the target; safe to repeat (idempotent aggregates).
    * On a cluster it reads and writes the Distributed tables: run it with insert_distributed_sync=1.

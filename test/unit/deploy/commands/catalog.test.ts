@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { CELL_WIDTH, catalogText, cellText } from "../../../../deploy/commands/catalog";
+import { CELL_WIDTH, catalogText, cellText, safeJson } from "../../../../deploy/commands/catalog";
 import { catalogFeed, catalogViewsDdl, eventCatalogQuery, propertyCatalogQuery } from "../../../../schemas/clickhouse/catalog";
 import { readsTable } from "../../../../deploy/setup/ownership";
 
@@ -87,6 +87,44 @@ test("cellText: C0 and C1 controls, DEL, zero-width, separators, bidi controls a
   });
   assert.not.match(text, /[\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/);
   assert.match(text, /Order Completed\\u202e/);
+});
+
+test("safeJson (--json): C1 controls, bidi controls and marks as \\uXXXX; valid JSON that parses back to the same strings", () => {
+  const hostile = [
+    "Buy\u009b31mnow",
+    "osc\u009d0;title\u009c",
+    "a\u202eevil\u202c",
+    "\u2066iso\u2069",
+    "ltr\u200e rtl\u200f alm\u061c",
+    "del\u007f nel\u0085",
+    "esc\u001b[2J bell\u0007",
+  ];
+  const catalog = { events: hostile.map((event) => ({ ...row, event })), properties: [] };
+  const text = safeJson(catalog);
+  const raw = [...text].filter((ch) => {
+    const c = ch.charCodeAt(0);
+    return (
+      c < 0x20 ||
+      (c >= 0x7f && c <= 0x9f) ||
+      c === 0x61c ||
+      (c >= 0x200b && c <= 0x200f) ||
+      (c >= 0x2028 && c <= 0x202e) ||
+      (c >= 0x2060 && c <= 0x206f) ||
+      c === 0xfeff
+    );
+  });
+  assert.equal(raw, [], "nothing raw");
+  assert.match(text, /Buy\\u009b31mnow/);
+  assert.match(text, /a\\u202eevil\\u202c/);
+  assert.match(text, /\\u2066iso\\u2069/);
+  assert.match(text, /alm\\u061c/);
+  assert.equal(JSON.parse(text), catalog, "round-trips");
+  assert.is(safeJson({ a: "plain é 日本 😀" }), JSON.stringify({ a: "plain é 日本 😀" }), "other text as JSON.stringify writes it");
+});
+
+test("catalogText: a workspace's over-cap row is labelled with its day", () => {
+  const text = catalogText({ events: [{ ...row, event: "", name: "2026-11-28", over_cap: 1, count: "14997" }], properties: [] });
+  assert.match(text, /ws1 +track +\(over the daily cap\) 2026-11-28 +14997/);
 });
 
 test("catalog SQL: the workspace is quoted, the feed reads the events table (its _local one on a cluster)", () => {
