@@ -11,7 +11,7 @@
  * retried message counts once (exact below 65,536 messages, about 1% off above: ClickHouse's uniq).
  */
 import { SOURCE_CODES, TYPE_CODES } from "../catalog-keys";
-import { type Feed, viewStatements } from "./analyst";
+import { type Feed, retentionClause, viewStatements } from "./analyst";
 import { Dialect, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
 export const CATALOG_TABLE = "catalog_shapes";
@@ -25,7 +25,8 @@ export const CATALOG_SORTING_KEY = "workspace_id,type,event,name,shape";
 /** Any shard is right for a shape's row (its states merge across shards); one event stays together. */
 const CATALOG_SHARDING_KEY = "cityHash64(workspace_id, event, name)";
 
-function catalogTableDdl(dialect: Dialect, database: string, cluster?: string): string {
+/** catalog_shapes; with `retentionDays` on current ClickHouse a shape's rows expire by `last_seen` (aggregateRetentionTtl). */
+function catalogTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string {
   const t = TYPES[dialect];
   const local = storageName(CATALOG_TABLE, cluster);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
@@ -40,7 +41,7 @@ function catalogTableDdl(dialect: Dialect, database: string, cluster?: string): 
   count AggregateFunction(uniq, String)
 )
 ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
-ORDER BY (${CATALOG_SORTING_KEY.split(",").join(", ")})`;
+ORDER BY (${CATALOG_SORTING_KEY.split(",").join(", ")})${retentionClause(dialect, "last_seen", retentionDays)}`;
 }
 
 /**
@@ -66,17 +67,18 @@ GROUP BY workspace_id, type, event, name, shape`;
  * overlap it). Rows stored before `catalog_keys` existed have an empty list: their events are in
  * event_catalog, their keys not in property_catalog.
  */
-export function catalogFeed(dialect: Dialect, database: string, table: string, cluster?: string): Feed {
+export function catalogFeed(dialect: Dialect, database: string, table: string, cluster?: string, retentionDays?: number): Feed {
   const into = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
   return {
     table: CATALOG_TABLE,
     view: CATALOG_MV,
     tableDdl: [
-      catalogTableDdl(dialect, database, cluster),
+      catalogTableDdl(dialect, database, cluster, retentionDays),
       ...(cluster === undefined ? [] : [distributedDdl(database, CATALOG_TABLE, cluster, CATALOG_SHARDING_KEY)]),
     ],
     viewDdl: `CREATE MATERIALIZED VIEW ${into(CATALOG_MV)}${onCluster(cluster)} TO ${into(storageName(CATALOG_TABLE, cluster))} AS ${shapesSelect(database, storageName(table, cluster))}`,
     backfill: `INSERT INTO ${into(CATALOG_TABLE)} ${shapesSelect(database, table)}`,
+    expiresBy: "last_seen",
   };
 }
 
