@@ -1,7 +1,8 @@
 /**
  * The sink's scheduled work on stored rows (retention.ts does each step): with RETENTION_DAYS,
  * the drop of expired events months at start and hourly, and the deletion of expired refused
- * items on 18.16 a random 0 to SINK_RETENTION_JITTER_MS (10 minutes) after each of those
+ * items, users, identities and catalog shapes on 18.16 (each table's at most once a day) a random
+ * 0 to SINK_RETENTION_JITTER_MS (10 minutes) after each of those
  * (replicas started together would otherwise each find no deletion queued, a check then a
  * command, and queue one; each rewrites that table); on both engines, the merge of a
  * closed month a minute after start and hourly. Every sink replica runs it. A step that fails is
@@ -11,7 +12,7 @@ import type { ClickHouseClient } from "@clickhouse/client";
 import type { Logger } from "pino";
 import { clientSql, createClickHouse } from "../schemas/clickhouse/client";
 import type { ClickHouseConfig } from "../schemas/config";
-import { deleteExpiredRejected, dropExpiredPartitions, mergeClosedMonth } from "./retention";
+import { deleteAllExpired, dropExpiredPartitions, mergeClosedMonth } from "./retention";
 
 /** How often the sink applies RETENTION_DAYS (after once at start), ms. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -61,15 +62,17 @@ export async function startMaintenance(
     timers.add(timer);
   };
   // Retention on 18.16, which has no TTL (on current ClickHouse the TTLs also apply): dropping a
-  // partition already gone is a no-op, and a deletion of refused items is queued at most once a
-  // day (deleteExpiredRejected), whichever replica comes first.
-  const deleteRefused = () =>
-    deleteExpiredRejected(clientSql(client), ch, utcDay()).then(
-      (rejectedDeleted) => rejectedDeleted > 0 && log.info({ rejectedDeleted, retentionDays: ch.retentionDays }, "retention applied"),
-      (error: unknown) => log.warn({ err: error }, "retention of refused items failed; retried in an hour"),
+  // partition already gone is a no-op, and a deletion of a table's expired rows (refused items,
+  // users, identities, catalog shapes) is queued at most once a day per table (deleteExpired),
+  // whichever replica comes first.
+  const deleteRows = () =>
+    deleteAllExpired(clientSql(client), ch, utcDay()).then(
+      (rowsDeleted) =>
+        Object.values(rowsDeleted).some((n) => n > 0) && log.info({ rowsDeleted, retentionDays: ch.retentionDays }, "retention applied"),
+      (error: unknown) => log.warn({ err: error }, "retention of expired rows failed; retried in an hour"),
     );
   const retain = async () => {
-    later(Math.random() * jitterMs, () => void deleteRefused());
+    later(Math.random() * jitterMs, () => void deleteRows());
     await dropExpiredPartitions(clientSql(client), ch, utcDay()).then(
       (dropped) => dropped.length > 0 && log.info({ dropped, retentionDays: ch.retentionDays }, "retention applied"),
       (error: unknown) => log.warn({ err: error }, "retention step failed; retried in an hour"),

@@ -1,7 +1,8 @@
 /**
  * The sink's hourly steps on stored rows. RETENTION_DAYS on 18.16 (no TTL there): each events
- * partition wholly older than the retention is dropped, and refused items received before the
- * first day kept are deleted (at most once a day); `npm run cli -- retention` runs the same once
+ * partition wholly older than the retention is dropped, and the rows of refused items, users,
+ * identities and catalog shapes whose time is before the first day kept are deleted (at most once
+ * a day per table); `npm run cli -- retention` runs the same once
  * (current ClickHouse applies the TTLs setup sets instead). On both engines: a closed month is
  * merged into one part (closedMonthToMerge). Throws if ClickHouse is unreachable or refuses.
  */
@@ -19,7 +20,14 @@ import {
 } from "../schemas/clickhouse/partitions";
 import { countOf, serverVersion, type Sql } from "../schemas/clickhouse/client";
 import { dialectFor } from "../schemas/clickhouse/sql";
-import { recentExpiryDeletionsQuery, rejectedExpiredCountQuery, rejectedExpiryDeletionDdl } from "../schemas/clickhouse/tables";
+import {
+  EXPIRING_TABLES,
+  REJECTED_EXPIRY,
+  expiredCountQuery,
+  expiryDeletionDdl,
+  recentExpiryDeletionsQuery,
+  type ExpiringTable,
+} from "../schemas/clickhouse/tables";
 
 /**
  * Drops the events table's partitions (months) that lie wholly before today - retentionDays;
@@ -38,40 +46,67 @@ export async function dropExpiredPartitions(sql: Sql, config: ClickHouseConfig, 
 }
 
 /**
- * RETENTION_DAYS on `rejected_messages` on 18.16, which has no TTL: queues one ALTER ... DELETE of
- * the refused items received before the first day kept (firstKeptDay), when there are any and no
- * such deletion on this server is under way or began in the last day. A deletion is a mutation
- * that rewrites every part holding an expired row (with no partitions, most of the table), so once
- * a day bounds that work to the table's size a day; every sink replica may call it. Returns how
- * many items the queued deletion covers, 0 when none was queued. Nothing on current ClickHouse
- * (setup's TTL, tables.ts rejectedRetentionTtl). `today` is a UTC date, YYYY-MM-DD. Throws on
- * ClickHouse errors.
+ * RETENTION_DAYS on one table of EXPIRING_TABLES on 18.16, which has no TTL: queues one ALTER ...
+ * DELETE of its rows whose time is before the first day kept (firstKeptDay), when there are any
+ * and no such deletion of that table on this server is under way or began in the last day. A
+ * deletion is a mutation that rewrites every part holding an expired row (with no partitions,
+ * most of the table), so once a day bounds that work to the table's size a day; every sink replica
+ * may call it. Returns how many rows the queued deletion covers, 0 when none was queued. Nothing on
+ * current ClickHouse (setup's TTLs: tables.ts rejectedRetentionTtl, analyst.ts
+ * aggregateRetentionTtl). `today` is a UTC date, YYYY-MM-DD. Throws on ClickHouse errors.
  */
-export async function deleteExpiredRejected(sql: Sql, config: ClickHouseConfig, today: string): Promise<number> {
+export async function deleteExpired(
+  sql: Sql,
+  config: ClickHouseConfig,
+  today: string,
+  expiring: ExpiringTable = REJECTED_EXPIRY,
+): Promise<number> {
   if (config.retentionDays === undefined || dialectFor(await serverVersion(sql)) !== "legacy") return 0;
   const { database, cluster } = config;
   const firstKept = firstKeptDay(today, config.retentionDays) / 1000;
   // Nothing is older than 1970 (18.16 would read a negative time as one past 2100, and delete all).
   if (firstKept <= 0) return 0;
-  const expired = await countOf(sql, rejectedExpiredCountQuery(database, firstKept));
-  if (expired === 0 || (await countOf(sql, recentExpiryDeletionsQuery(database, cluster))) > 0) return 0;
-  await sql.command(rejectedExpiryDeletionDdl(database, firstKept, cluster));
+  const expired = await countOf(sql, expiredCountQuery(database, expiring, firstKept));
+  if (expired === 0 || (await countOf(sql, recentExpiryDeletionsQuery(database, cluster, expiring))) > 0) return 0;
+  await sql.command(expiryDeletionDdl(database, firstKept, cluster, expiring));
   return expired;
 }
 
-/** What one retention step did: events partitions dropped (YYYYMM ids), refused items deleted. */
-export interface RetentionResult {
-  dropped: string[];
-  rejectedDeleted: number;
+/** deleteExpired of refused items (`rejected_messages`). */
+export function deleteExpiredRejected(sql: Sql, config: ClickHouseConfig, today: string): Promise<number> {
+  return deleteExpired(sql, config, today, REJECTED_EXPIRY);
 }
 
 /**
- * One retention step: dropExpiredPartitions, then deleteExpiredRejected. `today` is a UTC date,
+ * deleteExpired of every table of EXPIRING_TABLES (refused items, users, identities,
+ * catalog_shapes), one after another; returns the rows each queued deletion covers, by table (0:
+ * none queued). Throws on the first ClickHouse error.
+ */
+export async function deleteAllExpired(sql: Sql, config: ClickHouseConfig, today: string): Promise<Record<string, number>> {
+  const deleted: Record<string, number> = {};
+  for (const expiring of EXPIRING_TABLES) deleted[expiring.table] = await deleteExpired(sql, config, today, expiring);
+  return deleted;
+}
+
+/**
+ * What one retention step did: events partitions dropped (YYYYMM ids), and the rows each 18.16
+ * deletion covers, by table (`rejectedDeleted` the refused items' of them, as earlier releases
+ * reported it).
+ */
+export interface RetentionResult {
+  dropped: string[];
+  rejectedDeleted: number;
+  rowsDeleted: Record<string, number>;
+}
+
+/**
+ * One retention step: dropExpiredPartitions, then deleteAllExpired. `today` is a UTC date,
  * YYYY-MM-DD. Throws on ClickHouse errors (the first refused step ends it).
  */
 export async function applyRetention(sql: Sql, config: ClickHouseConfig, today: string): Promise<RetentionResult> {
   const dropped = await dropExpiredPartitions(sql, config, today);
-  return { dropped, rejectedDeleted: await deleteExpiredRejected(sql, config, today) };
+  const rowsDeleted = await deleteAllExpired(sql, config, today);
+  return { dropped, rejectedDeleted: rowsDeleted[REJECTED_EXPIRY.table] ?? 0, rowsDeleted };
 }
 
 /**

@@ -9,13 +9,15 @@
  */
 import type { Sql } from "../../schemas/clickhouse/client";
 import { serverVersion } from "../../schemas/clickhouse/client";
-import { keyTypesQuery, type KeyTypeSeen } from "../../schemas/clickhouse/catalog";
+import type { KeyTypeSeen } from "../../schemas/clickhouse/catalog";
 import {
   addColumnDdl,
   columnName,
   columnTypeFor,
   dropColumnDdl,
   fillPartitionsQuery,
+  keyTypesSeen,
+  keyTypesSeenQuery,
   materializeColumnDdl,
   materializedColumnsQuery,
   optimizePartitionDdl,
@@ -45,10 +47,14 @@ async function columnType(sql: Sql, config: ClickHouseConfig, column: string): P
   return columns.find((c) => c.name === column)?.type;
 }
 
-/** The JSON types the catalog saw for a key in every workspace. Throws when the catalog cannot be read. */
+/**
+ * The JSON types the catalog saw for a key in every workspace, in memory bounded by the shapes
+ * holding the key (keyTypesSeenQuery). Throws when the catalog cannot be read.
+ */
 async function catalogTypes(sql: Sql, database: string, source: PropertySource, key: string): Promise<KeyTypeSeen[]> {
-  const rows = await sql.rows<KeyTypeSeen>(keyTypesQuery(database, source, key));
-  return rows.map((r) => ({ type: r.type, messages: Number(r.messages), workspaces: Number(r.workspaces) }));
+  return keyTypesSeen(
+    await sql.rows<{ code: string; messages: number | string; workspaces: number | string }>(keyTypesSeenQuery(database, source, key)),
+  );
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   migrationsTableDdl,
   rejectedRetentionDdl,
   rejectedTableDdl,
+  aggregateRetentionDdl,
   REJECTED_TABLE,
   privacyTableDdl,
   MIGRATIONS_TABLE,
@@ -35,7 +36,7 @@ import {
   retypeColumnsDdl,
 } from "../../schemas/clickhouse/events";
 import { forcedMergeResetDdl } from "../../schemas/clickhouse/partitions";
-import { viewsDdl, USERS_TABLE, feeds } from "../../schemas/clickhouse/analyst";
+import { viewsDdl, USERS_TABLE, feeds, type Feed } from "../../schemas/clickhouse/analyst";
 import { catalogFeed, catalogViewsDdl } from "../../schemas/clickhouse/catalog";
 import { Sql, serverPartitionsPerInsert, serverVersion } from "../../schemas/clickhouse/client";
 
@@ -52,9 +53,11 @@ const LAYOUT_STEP = "events: time-ordered layout";
 
 /**
  * Creates or migrates the database, the events table, `rejected_messages`, the per-type views,
- * `users` and `identities` with their materialized views (backfilled from events once), and
- * applies RETENTION_DAYS as TTLs (events, refused items) on current ClickHouse, where it also
- * turns off the forced merge of closed months that earlier releases set (forcedMergeResetDdl).
+ * `users`, `identities` and `catalog_shapes` with their materialized views (backfilled from events
+ * once; a view whose definition changed since, by its feed's `revision` step, replaced), and
+ * applies RETENTION_DAYS as TTLs (events, refused items, users, identities, catalog shapes) on
+ * current ClickHouse, where it also turns off the forced merge of closed months that earlier
+ * releases set (forcedMergeResetDdl); on 18.16 the sink applies it (sink/retention.ts).
  * Checks every reserved name first and refuses, naming all conflicts, so a user's own `users`
  * table is never dropped.
  */
@@ -85,15 +88,36 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
-  for (const feed of [...feeds(dialect, database, table, cluster), catalogFeed(dialect, database, table, cluster)]) {
+  const { retentionDays } = config;
+  for (const feed of [
+    ...feeds(dialect, database, table, cluster, retentionDays),
+    catalogFeed(dialect, database, table, cluster, retentionDays),
+  ]) {
     for (const query of feed.tableDdl) await sql.command(query);
+    const [target] = await tablesNamed(sql, database, [storageName(feed.table, cluster)]);
+    for (const query of aggregateRetentionDdl(
+      dialect,
+      database,
+      feed.table,
+      feed.expiresBy,
+      target?.create_table_query ?? "",
+      retentionDays,
+      cluster,
+    ))
+      await sql.command(query);
     // The view first, then the backfill: rows inserted meanwhile are counted by both, which the
     // aggregates (argMax, min, max, uniq) absorb; a crash before the record runs it again.
     const [view] = await tablesNamed(sql, database, [feed.view]);
-    // An outdated view is replaced; rows inserted between the DROP and the CREATE (ms) miss its table.
+    // An outdated view (its mark missing, or its revision not recorded) is replaced through a
+    // stand-in (replaceFeedView), so no insert meanwhile misses its table.
     const outdated = view !== undefined && feed.viewMark !== undefined && !view.create_table_query.includes(feed.viewMark);
-    if (outdated) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(feed.view)}${onCluster(cluster)}`);
-    if (view === undefined || outdated) await sql.command(feed.viewDdl);
+    if (view === undefined) {
+      await sql.command(feed.viewDdl);
+      if (feed.revision !== undefined) await recordStep(sql, database, feed.revision);
+    } else if (outdated || (feed.revision !== undefined && !(await stepDone(sql, database, feed.revision)))) {
+      await replaceFeedView(sql, database, feed, cluster);
+      if (feed.revision !== undefined) await recordStep(sql, database, feed.revision);
+    }
     const step = `${feed.table}: backfill from ${table}`;
     if (!(await stepDone(sql, database, step))) {
       await sql.command(feed.backfill);
@@ -102,6 +126,35 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   }
   for (const query of catalogViewsDdl(dialect, database, owned.ours, cluster)) await sql.command(query);
   return { version, dialect, ...(moved ? { moved } : {}) };
+}
+
+/** The materialized view that stands in for a feed's view while replaceFeedView makes it again. */
+const standIn = (view: string) => `${view}__next`;
+
+/**
+ * Gives an existing feed view its current definition without a moment in which inserted events
+ * feed nothing: a stand-in view of the new definition first, then the old view dropped and made
+ * again, then the stand-in dropped (18.16 cannot rename a materialized view). While two views run,
+ * a block is counted twice, which the idempotent aggregates (argMax, min, max, uniq) absorb. A
+ * stand-in left by a crashed run (a materialized view by that name) is dropped first; the view is
+ * ours (ownership.ts checked it before any DDL). Throws on ClickHouse errors.
+ */
+async function replaceFeedView(sql: Sql, database: string, feed: Feed, cluster?: string): Promise<void> {
+  const named = (view: string) => `${quoteIdent(database)}.${quoteIdent(view)}`;
+  const create = `CREATE MATERIALIZED VIEW ${named(feed.view)}`;
+  if (!feed.viewDdl.startsWith(create)) throw new Error(`${feed.view}: unexpected view statement`);
+  const next = standIn(feed.view);
+  const drop = (view: string) => sql.command(`DROP TABLE IF EXISTS ${named(view)}${onCluster(cluster)}`);
+  const [leftover] = await tablesNamed(sql, database, [next]);
+  if (leftover !== undefined) {
+    if (leftover.engine !== "MaterializedView")
+      throw new Error(`${database}.${next} (${leftover.engine}) is in the way; ClickHouse left unchanged`);
+    await drop(next);
+  }
+  await sql.command(`CREATE MATERIALIZED VIEW ${named(next)}${feed.viewDdl.slice(create.length)}`);
+  await drop(feed.view);
+  await sql.command(feed.viewDdl);
+  await drop(next);
 }
 
 /**

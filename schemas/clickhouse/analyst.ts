@@ -23,6 +23,37 @@ export const IDENTITIES_TABLE = "identities";
 export const USERS_MV = "users_mv";
 export const IDENTITIES_MV = "identities_mv";
 
+/**
+ * The time an identify (and a message's anonymousId) is ranked by in `users`: the client's
+ * skew-corrected `timestamp`, but never later than the ingest's `received_at`, so a message dated
+ * in the future (a writeKey holder's identify "at the end of tomorrow") cannot outrank the user's
+ * real identifies until its date passes (issue 46, row 10). Both are the dialect's time type.
+ */
+export const USERS_RANK = "least(timestamp, received_at)";
+
+/**
+ * The setup step recorded once `users_mv` ranks by USERS_RANK: an install whose step is missing
+ * gets the view replaced (deploy/setup/migrate.ts). A later change of a feed's definition names a
+ * new step.
+ */
+export const USERS_RANK_STEP = "users_mv: identifies ranked by least(timestamp, received_at)";
+
+/**
+ * RETENTION_DAYS on an aggregate table (users, identities, catalog_shapes) on current ClickHouse:
+ * a stored row is kept while the UTC day of the latest time it holds (`column`, a max state, e.g.
+ * `last_seen`) is one of the last `days` days, as rejectedRetentionTtl keeps a refused item by its
+ * receive day. Rows of one key merge into one, so a key seen within the window keeps a row; a part
+ * of its history that expired before a merge took it in goes, as the events it summed up did.
+ */
+export function aggregateRetentionTtl(column: string, days: number): string {
+  return `TTL toDate(finalizeAggregation(${column})) + toIntervalDay(${Math.trunc(days)})`;
+}
+
+/** aggregateRetentionTtl on a new table: a TTL line on current ClickHouse with RETENTION_DAYS, else nothing (18.16 has no TTL). */
+export function retentionClause(dialect: Dialect, column: string, days?: number): string {
+  return dialect === "current" && days !== undefined ? `\n${aggregateRetentionTtl(column, days)}` : "";
+}
+
 /** Columns every per-type view has, typed. */
 function commonColumns(d: Dialect): string[] {
   return [
@@ -116,13 +147,15 @@ export function viewStatements(
 /**
  * `users`: one row per (workspace_id, user_id) after merges, so reading one user is a key lookup.
  * Read with the -Merge functions: `argMaxMerge(traits)` is the traits object of the user's
- * latest identify by event time (the whole object, not merged key by key; '{}' before any
- * identify), `argMaxMerge(anonymous_id)` the latest anonymousId seen with the user,
- * `minMerge(first_seen)` / `maxMerge(last_seen)` the first and last event time of any message,
- * `uniqMerge(events)` how many messages (ClickHouse uniq: a retry is not counted again; exact
- * up to hash collisions below 65,536 per user, about 1% error above).
+ * latest identify by event time, a time in the future counting as its receipt (USERS_RANK; the
+ * whole object, not merged key by key; '{}' before any identify), `argMaxMerge(anonymous_id)` the
+ * latest anonymousId seen with the user (ranked alike), `minMerge(first_seen)` /
+ * `maxMerge(last_seen)` the first and last event time of any message, `uniqMerge(events)` how
+ * many messages (ClickHouse uniq: a retry is not counted again; exact up to hash collisions below
+ * 65,536 per user, about 1% error above). With `retentionDays` on current ClickHouse, rows expire
+ * by `last_seen` (aggregateRetentionTtl; on 18.16 the sink deletes them: sink/retention.ts).
  */
-export function usersTableDdl(dialect: Dialect, database: string, cluster?: string): string {
+export function usersTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string {
   const t = TYPES[dialect];
   const local = storageName(USERS_TABLE, cluster);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
@@ -135,15 +168,15 @@ export function usersTableDdl(dialect: Dialect, database: string, cluster?: stri
   events AggregateFunction(uniq, String)
 )
 ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
-ORDER BY (workspace_id, user_id)`;
+ORDER BY (workspace_id, user_id)${retentionClause(dialect, "last_seen", retentionDays)}`;
 }
 
 /** The SELECT feeding `users` from events rows (the materialized view's and the backfill's). */
 function usersSelect(dialect: Dialect, database: string, table: string): string {
   const never = epoch(dialect);
   return `SELECT workspace_id, user_id,
-  argMaxState(if(type = 'identify', traits, '{}'), if(type = 'identify', timestamp, ${never})) AS traits,
-  argMaxState(anonymous_id, if(anonymous_id != '', timestamp, ${never})) AS anonymous_id,
+  argMaxState(if(type = 'identify', traits, '{}'), if(type = 'identify', ${USERS_RANK}, ${never})) AS traits,
+  argMaxState(anonymous_id, if(anonymous_id != '', ${USERS_RANK}, ${never})) AS anonymous_id,
   minState(timestamp) AS first_seen,
   maxState(timestamp) AS last_seen,
   uniqState(message_id) AS events
@@ -156,9 +189,10 @@ GROUP BY workspace_id, user_id`;
  * `identities`: which anonymousId (or alias previousId) belongs to which userId, one row per
  * (workspace_id, anonymous_id, user_id), from identify messages carrying both ids and alias
  * messages (previousId -> userId). Not transitive: alias a -> b then b -> c gives two rows.
- * `minMerge(first_linked_at)` / `maxMerge(last_linked_at)` are event times.
+ * `minMerge(first_linked_at)` / `maxMerge(last_linked_at)` are event times. With `retentionDays`
+ * on current ClickHouse, rows expire by `last_linked_at` (aggregateRetentionTtl; 18.16: the sink).
  */
-export function identitiesTableDdl(dialect: Dialect, database: string, cluster?: string): string {
+export function identitiesTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string {
   const t = TYPES[dialect];
   const local = storageName(IDENTITIES_TABLE, cluster);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
@@ -169,7 +203,7 @@ export function identitiesTableDdl(dialect: Dialect, database: string, cluster?:
   last_linked_at AggregateFunction(max, ${t.time})
 )
 ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
-ORDER BY (workspace_id, anonymous_id, user_id)`;
+ORDER BY (workspace_id, anonymous_id, user_id)${retentionClause(dialect, "last_linked_at", retentionDays)}`;
 }
 
 /**
@@ -202,6 +236,13 @@ export interface Feed {
    * On a cluster it reads and writes the Distributed tables: run it with insert_distributed_sync=1.
    */
   backfill: string;
+  /**
+   * The setup step naming the view's current definition (e.g. USERS_RANK_STEP): an existing view
+   * of an install that has not recorded it is replaced. Unset: an existing view is kept as it is.
+   */
+  revision?: string;
+  /** The max-state column rows of the target expire by under RETENTION_DAYS (aggregateRetentionTtl). */
+  expiresBy: string;
 }
 
 /**
@@ -211,7 +252,7 @@ export interface Feed {
  * own `_local` target from the events rows inserted there; analysts read the Distributed tables,
  * whose -Merge functions merge the shards' states.
  */
-export function feeds(dialect: Dialect, database: string, table: string, cluster?: string): Feed[] {
+export function feeds(dialect: Dialect, database: string, table: string, cluster?: string, retentionDays?: number): Feed[] {
   const into = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
   const local = (name: string) => into(storageName(name, cluster));
   const distributed = (name: string, key: string) => (cluster === undefined ? [] : [distributedDdl(database, name, cluster, key)]);
@@ -222,16 +263,19 @@ export function feeds(dialect: Dialect, database: string, table: string, cluster
     {
       table: USERS_TABLE,
       view: USERS_MV,
-      tableDdl: [usersTableDdl(dialect, database, cluster), ...distributed(USERS_TABLE, SHARDING_KEYS.users)],
+      tableDdl: [usersTableDdl(dialect, database, cluster, retentionDays), ...distributed(USERS_TABLE, SHARDING_KEYS.users)],
       viewDdl: mv(USERS_MV, USERS_TABLE, usersSelect(dialect, database, source)),
       backfill: `INSERT INTO ${into(USERS_TABLE)} ${usersSelect(dialect, database, table)}`,
+      revision: USERS_RANK_STEP,
+      expiresBy: "last_seen",
     },
     {
       table: IDENTITIES_TABLE,
       view: IDENTITIES_MV,
-      tableDdl: [identitiesTableDdl(dialect, database, cluster), ...distributed(IDENTITIES_TABLE, SHARDING_KEYS.identities)],
+      tableDdl: [identitiesTableDdl(dialect, database, cluster, retentionDays), ...distributed(IDENTITIES_TABLE, SHARDING_KEYS.identities)],
       viewDdl: mv(IDENTITIES_MV, IDENTITIES_TABLE, identitiesSelect(database, source)),
       backfill: `INSERT INTO ${into(IDENTITIES_TABLE)} ${identitiesSelect(database, table)}`,
+      expiresBy: "last_linked_at",
     },
   ];
 }

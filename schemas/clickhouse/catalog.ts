@@ -11,7 +11,7 @@
  * retried message counts once (exact below 65,536 messages, about 1% off above: ClickHouse's uniq).
  */
 import { OVER_CAP_SHAPE, SOURCE_CODES, TYPE_CODES } from "../catalog-keys";
-import { type Feed, viewStatements } from "./analyst";
+import { type Feed, retentionClause, viewStatements } from "./analyst";
 import { Dialect, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
 export const CATALOG_TABLE = "catalog_shapes";
@@ -25,7 +25,8 @@ export const CATALOG_SORTING_KEY = "workspace_id,type,event,name,shape";
 /** Any shard is right for a shape's row (its states merge across shards); one event stays together. */
 const CATALOG_SHARDING_KEY = "cityHash64(workspace_id, event, name)";
 
-function catalogTableDdl(dialect: Dialect, database: string, cluster?: string): string {
+/** catalog_shapes; with `retentionDays` on current ClickHouse a shape's rows expire by `last_seen` (aggregateRetentionTtl). */
+function catalogTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string {
   const t = TYPES[dialect];
   const local = storageName(CATALOG_TABLE, cluster);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(database)}.${quoteIdent(local)}${onCluster(cluster)} (
@@ -40,7 +41,7 @@ function catalogTableDdl(dialect: Dialect, database: string, cluster?: string): 
   count AggregateFunction(uniq, String)
 )
 ENGINE = ${engine("AggregatingMergeTree", "", database, local, cluster)}
-ORDER BY (${CATALOG_SORTING_KEY.split(",").join(", ")})`;
+ORDER BY (${CATALOG_SORTING_KEY.split(",").join(", ")})${retentionClause(dialect, "last_seen", retentionDays)}`;
 }
 
 /**
@@ -78,18 +79,19 @@ export const CATALOG_MV_MARK = String(OVER_CAP_SHAPE);
  * overlap it). Rows stored before `catalog_keys` existed have an empty list: their events are in
  * event_catalog, their keys not in property_catalog.
  */
-export function catalogFeed(dialect: Dialect, database: string, table: string, cluster?: string): Feed {
+export function catalogFeed(dialect: Dialect, database: string, table: string, cluster?: string, retentionDays?: number): Feed {
   const into = (name: string) => `${quoteIdent(database)}.${quoteIdent(name)}`;
   return {
     table: CATALOG_TABLE,
     view: CATALOG_MV,
     tableDdl: [
-      catalogTableDdl(dialect, database, cluster),
+      catalogTableDdl(dialect, database, cluster, retentionDays),
       ...(cluster === undefined ? [] : [distributedDdl(database, CATALOG_TABLE, cluster, CATALOG_SHARDING_KEY)]),
     ],
     viewMark: CATALOG_MV_MARK,
     viewDdl: `CREATE MATERIALIZED VIEW ${into(CATALOG_MV)}${onCluster(cluster)} TO ${into(storageName(CATALOG_TABLE, cluster))} AS ${shapesSelect(database, storageName(table, cluster))}`,
     backfill: `INSERT INTO ${into(CATALOG_TABLE)} ${shapesSelect(database, table)}`,
+    expiresBy: "last_seen",
   };
 }
 
@@ -157,22 +159,6 @@ export interface KeyTypeSeen {
   type: string;
   messages: number;
   workspaces: number;
-}
-
-/**
- * The JSON types one key of `source` was seen with in every workspace, most messages first:
- * columns type (string, number, boolean, object, array, null), messages (uniq of message ids, as
- * `count`) and workspaces (UInt64: a number or a decimal string, by engine).
- */
-export function keyTypesQuery(database: string, source: keyof typeof SOURCE_CODES, key: string): string {
-  return `SELECT json_type AS type, n AS messages, w AS workspaces
-FROM (
-  SELECT ${decode("substring(entry, 2, 1)", TYPE_CODES)} AS json_type, uniqMerge(shape_count) AS n, uniqExact(workspace_id) AS w
-  ${shapeEntries(database)}
-  WHERE substring(entry, 1, 1) = ${quoteString(SOURCE_CODES[source])} AND substring(entry, 3) = ${quoteString(key)}
-  GROUP BY json_type
-)
-ORDER BY messages DESC, type`;
 }
 
 /**

@@ -7,7 +7,8 @@
  * which takes the first key of that name at any depth (`{"a":{"plan":1},"plan":2}` gives 1):
  * there, materialize only keys no nested object repeats.
  */
-import type { KeyTypeSeen } from "./catalog";
+import { SOURCE_CODES, TYPE_CODES } from "../catalog-keys";
+import { CATALOG_TABLE, type KeyTypeSeen } from "./catalog";
 import { EVENTS_SHARDING_KEY } from "./events";
 import { Dialect, alterDistributedDdl, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
@@ -140,8 +141,53 @@ ORDER BY name`;
 }
 
 /**
+ * Rows read per block by keyTypesSeenQuery: each row of catalog_shapes may hold a list of up to
+ * 600 keys (200 per object), so ClickHouse's default of 65,536 rows a block could mean hundreds of
+ * MB in one block; 1,024 keeps a block to a few MB (measured on chdb 26.9: 100,000 shapes of 100
+ * keys passed under a 50 MB limit, where merging every shape failed under 200 MB).
+ */
+const KEY_TYPES_BLOCK_ROWS = 1024;
+
+/**
+ * The JSON types one key of `source` was seen with in every workspace, within memory bounded by
+ * the shapes that hold that key, not by the whole catalog (issue 46, row 4): each stored row's key
+ * list is read on its own (finalizeAggregation, a block of KEY_TYPES_BLOCK_ROWS rows at a time)
+ * and only the shapes listing the key are kept, with its type's code letter (a shape is the hash
+ * of its list, so any row of it, listed or not, joins them); the rest is one group per type.
+ * Columns: code (TYPE_CODES' letter), messages (uniqMerge of the shapes' counts: a message counts
+ * once) and workspaces (UInt64: a number or a decimal string, by engine). Works on 18.16 and
+ * current ClickHouse; keyTypesSeen turns the letters into type names.
+ */
+export function keyTypesSeenQuery(database: string, source: PropertySource, key: string): string {
+  const entries = Object.values(TYPE_CODES).map((code) => quoteString(`${SOURCE_CODES[source]}${code}${key}`));
+  const shapes = `${quoteIdent(database)}.${quoteIdent(CATALOG_TABLE)}`;
+  return `SELECT code, uniqMerge(count) AS messages, uniqExact(workspace_id) AS workspaces
+FROM ${shapes}
+ANY INNER JOIN (
+  SELECT shape, any(substring(entry, 2, 1)) AS code
+  FROM (
+    SELECT shape, arrayJoin(arrayFilter(e -> has([${entries.join(", ")}], e), finalizeAggregation(keys))) AS entry
+    FROM ${shapes}
+  )
+  GROUP BY shape
+) AS holding USING shape
+GROUP BY code
+ORDER BY messages DESC, code
+SETTINGS max_block_size = ${KEY_TYPES_BLOCK_ROWS}`;
+}
+
+/** The rows of keyTypesSeenQuery as types seen, with numbers; a letter TYPE_CODES does not know is left out. Pure. */
+export function keyTypesSeen(rows: readonly { code: string; messages: number | string; workspaces: number | string }[]): KeyTypeSeen[] {
+  const names = new Map(Object.entries(TYPE_CODES).map(([name, code]) => [code as string, name]));
+  return rows.flatMap((r) => {
+    const type = names.get(r.code);
+    return type === undefined ? [] : [{ type, messages: Number(r.messages), workspaces: Number(r.workspaces) }];
+  });
+}
+
+/**
  * The column type for a key materialized without `--type`, from the JSON types the catalog saw
- * for it in every workspace (keyTypesQuery): one type besides null decides (number: Float64,
+ * for it in every workspace (keyTypesSeenQuery): one type besides null decides (number: Float64,
  * boolean: UInt8, string, object or array: String). Two or more, or none, is an error value
  * naming them with their messages and workspaces: one message from any writeKey holder must not
  * choose every workspace's column, so the operator chooses with --type. Pure.

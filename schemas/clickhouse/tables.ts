@@ -5,7 +5,7 @@
  * deploy/setup/ownership.ts found it to be ours.
  */
 import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName, ttlDdl } from "./sql";
-import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, viewNames } from "./analyst";
+import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, aggregateRetentionTtl, viewNames } from "./analyst";
 import { CATALOG_MV, CATALOG_TABLE, EVENT_CATALOG_VIEW, PROPERTY_CATALOG_VIEW } from "./catalog";
 
 /** Steps of setup that ran to the end (backfills), so a crashed one is run again. */
@@ -43,7 +43,12 @@ ORDER BY (workspace_id, rejection_id)${dialect === "current" && retentionDays !=
 
 /** The table holding refused items, quoted: `rejected_messages`, or on a cluster `rejected_messages_local` ON CLUSTER. */
 function rejectedStorage(database: string, cluster?: string): string {
-  return `${quoteIdent(database)}.${quoteIdent(storageName(REJECTED_TABLE, cluster))}${onCluster(cluster)}`;
+  return storage(database, REJECTED_TABLE, cluster);
+}
+
+/** The table holding `table`'s rows, quoted: `table`, or on a cluster `<table>_local` ON CLUSTER (the target of an ALTER). */
+function storage(database: string, table: string, cluster?: string): string {
+  return `${quoteIdent(database)}.${quoteIdent(storageName(table, cluster))}${onCluster(cluster)}`;
 }
 
 /**
@@ -67,49 +72,110 @@ export function rejectedRetentionDdl(
   retentionDays?: number,
   cluster?: string,
 ): string[] {
-  if (dialect !== "current") return [];
-  return ttlDdl(
-    rejectedStorage(database, cluster),
-    createQuery,
-    retentionDays === undefined ? undefined : rejectedRetentionTtl(retentionDays),
-  );
+  return currentTtlDdl(dialect, rejectedStorage(database, cluster), createQuery, retentionDays, rejectedRetentionTtl);
 }
 
-/** The start of rejectedExpiredWhere, as system.mutations stores it. */
-const EXPIRED_BEFORE = "received_at < toDateTime(";
-
-/**
- * The receive-time condition of refused items RETENTION_DAYS no longer keeps on 18.16: received
- * before `firstKeptSeconds` (epoch seconds of the first UTC day kept). ClickHouse stores an ALTER
- * DELETE of it with this text in system.mutations, where recentExpiryDeletionsQuery finds it.
- */
-export function rejectedExpiredWhere(firstKeptSeconds: number): string {
-  return `${EXPIRED_BEFORE}${Math.trunc(firstKeptSeconds)})`;
-}
-
-/** How many refused items rejectedExpiredWhere covers (column `n`; through the Distributed table on a cluster). */
-export function rejectedExpiredCountQuery(database: string, firstKeptSeconds: number): string {
-  return `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(REJECTED_TABLE)} WHERE ${rejectedExpiredWhere(firstKeptSeconds)}`;
+/** ttlDdl of `target` toward `ttl(retentionDays)`, or toward none without the setting, on current ClickHouse; nothing on 18.16. */
+function currentTtlDdl(
+  dialect: Dialect,
+  target: string,
+  createQuery: string,
+  retentionDays: number | undefined,
+  ttl: (days: number) => string,
+): string[] {
+  return dialect === "current" ? ttlDdl(target, createQuery, retentionDays === undefined ? undefined : ttl(retentionDays)) : [];
 }
 
 /**
- * `ALTER TABLE ... DELETE` of the refused items rejectedExpiredWhere covers (18.16, which has no
- * TTL); on a cluster, of `rejected_messages_local` ON CLUSTER. A mutation: ClickHouse rewrites
- * each part holding such a row, in the background.
+ * A table RETENTION_DAYS thins by rows on 18.16 (no TTL there; on current ClickHouse each has a
+ * TTL of the same condition): its name and the time of a row it expires by, a column or an
+ * expression of one. Aggregate tables expire a stored row by the latest time it holds, so a key
+ * seen within the window keeps a row (analyst.ts aggregateRetentionTtl).
  */
+export interface ExpiringTable {
+  table: string;
+  time: string;
+}
+
+/** Refused items, by receive time (rejectedRetentionTtl). */
+export const REJECTED_EXPIRY: ExpiringTable = { table: REJECTED_TABLE, time: "received_at" };
+
+/**
+ * Every table the sink thins on 18.16, refused items first: the aggregates grow a row per distinct
+ * user, anonymousId link and catalog shape a writeKey holder sends (issue 46, row 4).
+ */
+export const EXPIRING_TABLES: readonly ExpiringTable[] = [
+  REJECTED_EXPIRY,
+  { table: USERS_TABLE, time: "finalizeAggregation(last_seen)" },
+  { table: IDENTITIES_TABLE, time: "finalizeAggregation(last_linked_at)" },
+  { table: CATALOG_TABLE, time: "finalizeAggregation(last_seen)" },
+];
+
+/** The start of expiredWhere, as system.mutations stores it (18.16 keeps the text as sent). */
+const expiredBefore = (t: ExpiringTable) => `${t.time} < toDateTime(`;
+
+/**
+ * The condition of rows RETENTION_DAYS no longer keeps on 18.16: a time before `firstKeptSeconds`
+ * (epoch seconds of the first UTC day kept). ClickHouse stores an ALTER DELETE of it with this
+ * text in system.mutations, where recentExpiryDeletionsQuery finds it.
+ */
+export function expiredWhere(t: ExpiringTable, firstKeptSeconds: number): string {
+  return `${expiredBefore(t)}${Math.trunc(firstKeptSeconds)})`;
+}
+
+/** How many rows of `t` expiredWhere covers (column `n`; through the Distributed table on a cluster). */
+export function expiredCountQuery(database: string, t: ExpiringTable, firstKeptSeconds: number): string {
+  return `SELECT count() AS n FROM ${quoteIdent(database)}.${quoteIdent(t.table)} WHERE ${expiredWhere(t, firstKeptSeconds)}`;
+}
+
+/**
+ * `ALTER TABLE ... DELETE` of the rows of `t` expiredWhere covers (18.16, which has no TTL); on a
+ * cluster, of `<table>_local` ON CLUSTER. A mutation: ClickHouse rewrites each part holding such a
+ * row, in the background.
+ */
+export function expiryDeletionDdl(
+  database: string,
+  firstKeptSeconds: number,
+  cluster?: string,
+  t: ExpiringTable = REJECTED_EXPIRY,
+): string {
+  return `ALTER TABLE ${storage(database, t.table, cluster)} DELETE WHERE ${expiredWhere(t, firstKeptSeconds)}`;
+}
+
+/** expiryDeletionDdl of refused items. */
 export function rejectedExpiryDeletionDdl(database: string, firstKeptSeconds: number, cluster?: string): string {
-  return `ALTER TABLE ${rejectedStorage(database, cluster)} DELETE WHERE ${rejectedExpiredWhere(firstKeptSeconds)}`;
+  return expiryDeletionDdl(database, firstKeptSeconds, cluster, REJECTED_EXPIRY);
 }
 
 /**
- * The expiry deletions of `rejected_messages` on this server (its own replica on a cluster) that
- * are not done or began in the last day (column `n`): while there is one, the sink queues none.
+ * The expiry deletions of `t` (default refused items) on this server (its own replica on a
+ * cluster) that are not done or began in the last day (column `n`): while there is one, the sink
+ * queues none.
  */
-export function recentExpiryDeletionsQuery(database: string, cluster?: string): string {
+export function recentExpiryDeletionsQuery(database: string, cluster?: string, t: ExpiringTable = REJECTED_EXPIRY): string {
   return `SELECT count() AS n FROM system.mutations
-WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(REJECTED_TABLE, cluster))}
-  AND startsWith(command, ${quoteString(`DELETE WHERE ${EXPIRED_BEFORE}`)})
+WHERE database = ${quoteString(database)} AND table = ${quoteString(storageName(t.table, cluster))}
+  AND startsWith(command, ${quoteString(`DELETE WHERE ${expiredBefore(t)}`)})
   AND (NOT is_done OR create_time > now() - 86400)`;
+}
+
+/**
+ * Statements that bring an existing aggregate table's TTL (users, identities, catalog_shapes) to
+ * RETENTION_DAYS on current ClickHouse, given its stored CREATE query (of `_local` on a cluster,
+ * altered ON CLUSTER): aggregateRetentionTtl of `expiresBy`, its max-state column; none on 18.16.
+ */
+export function aggregateRetentionDdl(
+  dialect: Dialect,
+  database: string,
+  table: string,
+  expiresBy: string,
+  createQuery: string,
+  retentionDays?: number,
+  cluster?: string,
+): string[] {
+  return currentTtlDdl(dialect, storage(database, table, cluster), createQuery, retentionDays, (days) =>
+    aggregateRetentionTtl(expiresBy, days),
+  );
 }
 
 /** The audit table of `users delete` / `suppress` / `unsuppress` (deploy/commands/privacy.ts). */

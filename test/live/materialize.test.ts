@@ -6,7 +6,8 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Sql } from "../../schemas/clickhouse/client";
+import { serverVersion, type Sql } from "../../schemas/clickhouse/client";
+import { dialectFor } from "../../schemas/clickhouse/sql";
 import type { ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
 import { messageRow } from "../../schemas/row";
@@ -82,6 +83,39 @@ function materializeSuite(name: string, open: () => Promise<OpenEngine>, databas
       (await listMaterialized(sql, config)).map((c) => c.name),
       ["prop_revenue"],
     );
+  });
+
+  s("without --type, the type comes from the catalog within bounded memory, whatever junk shapes it holds", async () => {
+    const current = dialectFor(await serverVersion(sql)) === "current";
+    // A writeKey holder's flood: tracks of random names, each with 100 random keys, one in ten
+    // also with utm_source (a string) and amount (a number); fewer on 18.16, which shares the
+    // machine's server. Stored as the catalog's view would store them.
+    const junk = current ? 100_000 : 20_000;
+    const time = current ? "toDateTime64(now(), 3, 'UTC')" : "now()";
+    const tagged = "if(number % 10 = 0, ['psutm_source', 'pnamount'], emptyArrayString())";
+    await sql.command(
+      `INSERT INTO ${database}.catalog_shapes SELECT 'junk', 'track', concat('ev-', toString(number)), '', cityHash64('junk', number),
+  argMaxState(arrayConcat(${tagged}, arrayMap(i -> concat('pn', hex(cityHash64(number, i))), range(100))), toUInt64(102)),
+  minState(${time}), maxState(${time}), uniqState(toString(number))
+FROM numbers(${junk}) GROUP BY number`,
+    );
+    await insert([line("junk-real", "2026-11-21T10:00:00.000Z", { utm_source: "google", amount: "12" })]);
+    // chdb: under a 100 MB query limit (merging every shape's list needed about 190 MB there).
+    if (current) await sql.command("SET max_memory_usage = 100000000");
+    try {
+      const started = Date.now();
+      const utm = await materializeKey(sql, config, "properties", "utm_source");
+      console.log(
+        `  ${current ? "chdb" : "18.16"}: ${junk} junk shapes, utm_source typed in ${Date.now() - started} ms: ${JSON.stringify(utm)}`,
+      );
+      assert.ok(utm.ok && utm.type === "String", JSON.stringify(utm));
+      const amount = await materializeKey(sql, config, "properties", "amount");
+      assert.ok(!amount.ok, JSON.stringify(amount));
+      const counts = `number (${junk / 10} messages, 1 workspace), string (1 message, 1 workspace)`;
+      assert.ok(amount.error.includes(`2 JSON types: ${counts}`), amount.error);
+    } finally {
+      if (current) await sql.command("SET max_memory_usage = 0");
+    }
   });
 
   s.run();

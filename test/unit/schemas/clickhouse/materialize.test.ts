@@ -7,10 +7,11 @@ import {
   dropColumnDdl,
   extractExpression,
   fillPartitionsQuery,
+  keyTypesSeen,
+  keyTypesSeenQuery,
   materializeColumnDdl,
   optimizePartitionDdl,
 } from "../../../../schemas/clickhouse/materialize";
-import { keyTypesQuery } from "../../../../schemas/clickhouse/catalog";
 
 test("columnName: prefix by source; keys that would need renaming are refused by name", () => {
   assert.equal(columnName("properties", "plan"), { ok: true, column: "prop_plan" });
@@ -117,12 +118,33 @@ test("columnTypeFor: two types, only null or nothing seen is an error naming wha
   );
 });
 
-test("keyTypesQuery: the key's entries of one source over every workspace, per JSON type, the key quoted", () => {
-  const query = keyTypesQuery("db", "traits", "pl'an");
-  assert.match(query, /^SELECT json_type AS type, n AS messages, w AS workspaces\n/);
-  assert.match(query, /FROM `db`\.`catalog_shapes`\n/);
-  assert.match(query, /WHERE substring\(entry, 1, 1\) = 't' AND substring\(entry, 3\) = 'pl\\'an'\n/);
-  assert.match(query, /GROUP BY json_type\n\)\nORDER BY messages DESC, type$/);
+test("keyTypesSeenQuery: one source's entries of the key, per JSON type, joined by shape, in small blocks; the key quoted", () => {
+  const query = keyTypesSeenQuery("db", "traits", "pl'an");
+  assert.match(
+    query,
+    /^SELECT code, uniqMerge\(count\) AS messages, uniqExact\(workspace_id\) AS workspaces\nFROM `db`\.`catalog_shapes`\n/,
+  );
+  assert.match(
+    query,
+    /has\(\['tspl\\'an', 'tnpl\\'an', 'tbpl\\'an', 'topl\\'an', 'tapl\\'an', 'tzpl\\'an'\], e\), finalizeAggregation\(keys\)/,
+  );
+  assert.match(query, /\) AS holding USING shape\nGROUP BY code\n/);
+  assert.match(query, /SETTINGS max_block_size = 1024$/);
+  assert.not.match(query, /argMaxMerge/, "no shape's list is merged with the others'");
+});
+
+test("keyTypesSeen: code letters become type names, numbers of either form; an unknown letter is left out", () => {
+  assert.equal(
+    keyTypesSeen([
+      { code: "n", messages: "12", workspaces: 2 },
+      { code: "z", messages: 1, workspaces: "1" },
+      { code: "?", messages: 1, workspaces: 1 },
+    ]),
+    [
+      { type: "number", messages: 12, workspaces: 2 },
+      { type: "null", messages: 1, workspaces: 1 },
+    ],
+  );
 });
 
 test.run();
