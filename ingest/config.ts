@@ -9,11 +9,14 @@ export interface IngestConfig {
   host: Name;
   port: Port;
   /**
-   * Where /metrics answers, apart from the public API (env INGEST_METRICS_HOST, default
-   * INGEST_HOST; INGEST_METRICS_PORT, 0 picks a free port): a scrape port need not be public.
+   * The admin port: /metrics and the live view, apart from the public API (env
+   * INGEST_METRICS_HOST, default 127.0.0.1 whatever INGEST_HOST says, issue 46 row 5: the live
+   * view shows every workspace's events; INGEST_METRICS_PORT, 0 picks a free port).
    */
   metricsHost: Name;
   metricsPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
+  /** Connections the admin port holds at once; past it Node closes new ones at once (env INGEST_METRICS_MAX_CONNECTIONS). */
+  metricsMaxConnections: Positive & tags.Maximum<10000>;
   /** env WRITE_KEYS: `key=workspaceId` (or `sha256:<hex>=workspaceId`) pairs, comma-separated. */
   writeKeys: WriteKeyEntry[];
   /**
@@ -106,11 +109,13 @@ export interface IngestConfig {
   retryAfterSeconds: Positive;
   /**
    * The bearer token of the live view on the admin port (env ADMIN_TOKEN; unset turns it off:
-   * every /live request is refused). At least 16 characters.
+   * every /live request is refused). At least 16 characters; beyond loopback see adminTokenProblem.
    */
   adminToken?: string & tags.MinLength<16>;
   /** Live view streams open at once per process (env LIVE_MAX_VIEWERS). */
   liveMaxViewers: Positive & tags.Maximum<1000>;
+  /** /live/recent requests served at once per process; more are answered 503 (env LIVE_MAX_RECENT). */
+  liveMaxRecent: Positive & tags.Maximum<1000>;
   /**
    * Store context.ip with its host part zeroed (IPv4's last octet, IPv6's last 80 bits), in events
    * and refused items; the country is looked up first (env IP_ANONYMIZE: true/false, default false).
@@ -142,8 +147,9 @@ export function ingestConfig(env: Env): IngestConfig {
   const config = typia.assert<IngestConfig>({
     host: env.INGEST_HOST ?? "127.0.0.1",
     port: int(env.INGEST_PORT, 3000),
-    metricsHost: env.INGEST_METRICS_HOST ?? env.INGEST_HOST ?? "127.0.0.1",
+    metricsHost: env.INGEST_METRICS_HOST ?? "127.0.0.1",
     metricsPort: int(env.INGEST_METRICS_PORT, 3002),
+    metricsMaxConnections: int(env.INGEST_METRICS_MAX_CONNECTIONS, 32),
     writeKeys: parseWriteKeys(list(env.WRITE_KEYS ?? "")),
     ...(env.WRITE_KEYS_FILE ? { writeKeysFile: env.WRITE_KEYS_FILE } : {}),
     ...(env.PUBLIC_URL ? { publicUrl: env.PUBLIC_URL } : {}),
@@ -181,6 +187,7 @@ export function ingestConfig(env: Env): IngestConfig {
     retryAfterSeconds: int(env.RETRY_AFTER_SECONDS, 5),
     ...(env.ADMIN_TOKEN ? { adminToken: env.ADMIN_TOKEN } : {}),
     liveMaxViewers: int(env.LIVE_MAX_VIEWERS, 8),
+    liveMaxRecent: int(env.LIVE_MAX_RECENT, 4),
     ipAnonymize: bool(env.IP_ANONYMIZE, "IP_ANONYMIZE"),
     ...(env.GEOIP_DATABASE ? { geoipDatabase: env.GEOIP_DATABASE } : {}),
     catalogCaps: {
@@ -210,6 +217,14 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
   if (c.publicUrl !== undefined && !/^https?:\/\/[^/]+\/?$/.test(c.publicUrl))
     return `PUBLIC_URL (${c.publicUrl}) must be http(s)://host[:port]`;
   if (c.metricsPort === c.port) return `INGEST_METRICS_PORT (${c.metricsPort}) must differ from INGEST_PORT: /metrics is not public`;
+  if (c.adminToken !== undefined && !isLoopback(c.metricsHost)) {
+    const problem = adminTokenProblem(c.adminToken);
+    if (problem !== undefined)
+      return `ADMIN_TOKEN ${problem}, and the admin port listens beyond loopback (INGEST_METRICS_HOST=${c.metricsHost}): anyone who reaches it would read every workspace's live events. Set a random token (openssl rand -hex 24), or leave INGEST_METRICS_HOST unset (127.0.0.1)`;
+  }
+  if (c.metricsMaxConnections <= c.liveMaxViewers + c.liveMaxRecent) {
+    return `INGEST_METRICS_MAX_CONNECTIONS (${c.metricsMaxConnections}) must exceed LIVE_MAX_VIEWERS + LIVE_MAX_RECENT (${c.liveMaxViewers + c.liveMaxRecent}): a scrape of /metrics needs a connection of its own`;
+  }
   if (c.rateLimitPerSecond > 0 && c.rateLimitBurst < c.maxBatchMessages) {
     return `RATE_LIMIT_BURST (${c.rateLimitBurst}) is below MAX_BATCH_MESSAGES (${c.maxBatchMessages}): a full batch could never be accepted`;
   }
@@ -233,6 +248,40 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
     return `PRODUCE_TIMEOUT_MS (${c.produceTimeoutMs}) must be below INGEST_REQUEST_TIMEOUT_MS (${c.requestTimeoutMs})`;
   }
   return undefined;
+}
+
+/**
+ * Tokens that were published, and so guard nothing: the development token `npm start` sets
+ * (deploy/local/up.sh, README) and the placeholder the base manifests carried until issue 46.
+ */
+export const PUBLISHED_ADMIN_TOKENS: readonly string[] = ["dev-admin-token-change-me", "replace-this-development-admin-token"];
+
+/** Least length and distinct characters of ADMIN_TOKEN when the admin port listens beyond loopback. */
+export const ADMIN_TOKEN_MIN = { length: 24, distinct: 8 };
+
+/**
+ * Why `token` may not guard an admin port reachable from other hosts (a phrase such as `is the
+ * development token`), or undefined when it may: a published token (PUBLISHED_ADMIN_TOKENS), one
+ * shorter than ADMIN_TOKEN_MIN.length, or one of fewer distinct characters than
+ * ADMIN_TOKEN_MIN.distinct (`aaaa...`). `openssl rand -hex 24` passes. Pure.
+ */
+export function adminTokenProblem(token: string): string | undefined {
+  if (PUBLISHED_ADMIN_TOKENS.includes(token)) return "is a published development token";
+  if (token.length < ADMIN_TOKEN_MIN.length) return `has ${token.length} characters, fewer than ${ADMIN_TOKEN_MIN.length}`;
+  if (new Set(token).size < ADMIN_TOKEN_MIN.distinct) return `has fewer than ${ADMIN_TOKEN_MIN.distinct} distinct characters`;
+  return undefined;
+}
+
+/**
+ * Whether a listen address only accepts connections from this host: `localhost`, 127.0.0.0/8,
+ * `::1` (and 127.x written as IPv4-mapped IPv6). `0.0.0.0`, `::`, any other address or name is
+ * beyond loopback. Pure.
+ */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
+  const v4 = h.startsWith("::ffff:") ? h.slice(7) : h;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
 /** Settings of `keys ...`: the keys file it manages (env WRITE_KEYS_FILE). Throws TypeGuardError on a bad value. */

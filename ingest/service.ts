@@ -14,7 +14,7 @@ import { Enricher, defaultCountryDbPath, openCountryDb } from "./enrich";
 import { CatalogCaps, SentShapes } from "./catalog";
 import { WriteKeys } from "./auth";
 import { readKeys, watchKeysFile } from "./keys";
-import { ingestMetrics, metricsApp } from "./metrics";
+import { adminServer, ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { recordLimit, topicMaxMessageBytes } from "../schemas/kafka/limits";
@@ -27,7 +27,7 @@ import { TokenBuckets } from "./ratelimit";
 import { UnkeyedGate } from "./networks";
 import { hostPolicy } from "./settings";
 import { liveRouter } from "./live/routes";
-import { LiveTail } from "./live/tail";
+import { LiveThread } from "./live/thread";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
@@ -36,11 +36,18 @@ const VERSION: string = (require("../../package.json") as { version: string }).v
 const PROBE_INTERVAL_MS = 2_000;
 
 /**
- * The live tail's bounds (ingest/live/tail.ts): records and bytes kept for /live/recent, records
- * read back per partition at start and how long to wait for them, ms, and how long it runs after
- * its last viewer, ms.
+ * The live tail's bounds (ingest/live/thread.ts): records and bytes kept for /live/recent, records
+ * read back per partition at start and how long to wait for them, ms, how long its worker runs
+ * after its last viewer, ms, and the worker's V8 old space, MB (the 16 MB of record values, their
+ * decoded items about as much again, and kafkajs's fetches).
  */
-const LIVE_TAIL = { recent: { records: 10_000, bytes: 16 * 1024 * 1024 }, backfill: 1_000, backfillWaitMs: 10_000, idleMs: 60_000 };
+const LIVE_TAIL = {
+  recent: { records: 10_000, bytes: 16 * 1024 * 1024 },
+  backfill: 1_000,
+  backfillWaitMs: 10_000,
+  idleMs: 60_000,
+  heapMb: 128,
+};
 
 /** A running ingest service. */
 export interface RunningIngest {
@@ -154,10 +161,10 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   server.listen(config.port, config.host);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
-  const tail = new LiveTail({
-    kafka,
+  const tail = new LiveThread({
+    kafka: config.kafka,
     topics: { accepted: topic, refused: rejectedTopic },
-    clientId: config.kafka.clientId,
+    logLevel: config.logLevel,
     ...LIVE_TAIL,
     log,
   });
@@ -165,15 +172,16 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     tail,
     ...(config.adminToken === undefined ? {} : { adminToken: config.adminToken }),
     maxViewers: config.liveMaxViewers,
+    maxRecent: config.liveMaxRecent,
     workspaces: () => keysOf().map((k) => k.workspaceId),
     metrics,
     log,
   });
-  const metricsServer = createServer(metricsApp(metrics, live).callback());
+  const metricsServer = adminServer(metricsApp(metrics, live), config.metricsMaxConnections);
   metricsServer.listen(config.metricsPort, config.metricsHost);
   await once(metricsServer, "listening");
-  const metricsPort = (metricsServer.address() as AddressInfo).port;
-  log.info({ host: address.address, port: address.port, metricsPort, topic: config.kafka.topic }, "ingest listening");
+  const { address: metricsHost, port: metricsPort } = metricsServer.address() as AddressInfo;
+  log.info({ host: address.address, port: address.port, metricsHost, metricsPort, topic: config.kafka.topic }, "ingest listening");
 
   const stop = async () => {
     accepting = false;

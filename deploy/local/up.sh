@@ -14,9 +14,22 @@ if [[ -z ${WRITE_KEYS:-} ]]; then
   export WRITE_KEYS="dev-key=dev"
   echo "start: WRITE_KEYS is not set; using the local key 'dev-key' for workspace 'dev'"
 fi
+# The admin port (/metrics, the live view) listens on 127.0.0.1 whatever INGEST_HOST says; only
+# INGEST_METRICS_HOST moves it. The published development token is used on loopback only: the
+# ingest refuses it beyond (ingest/config.ts), so there a random token is made and printed.
+METRICS_HOST="${INGEST_METRICS_HOST:-127.0.0.1}"
 if [[ -z ${ADMIN_TOKEN:-} ]]; then
-  export ADMIN_TOKEN="dev-admin-token-change-me"
-  echo "start: ADMIN_TOKEN is not set; the live view takes the local token '$ADMIN_TOKEN'"
+  case "$METRICS_HOST" in
+    127.* | localhost | ::1)
+      export ADMIN_TOKEN="dev-admin-token-change-me"
+      echo "start: ADMIN_TOKEN is not set; the live view takes the local token '$ADMIN_TOKEN'"
+      ;;
+    *)
+      ADMIN_TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+      export ADMIN_TOKEN
+      echo "start: ADMIN_TOKEN is not set and the admin port listens on $METRICS_HOST; the live view takes this run's token '$ADMIN_TOKEN'"
+      ;;
+  esac
 fi
 INGEST_HOST="${INGEST_HOST:-127.0.0.1}"
 INGEST_PORT="${INGEST_PORT:-3000}"
@@ -64,7 +77,7 @@ curl -fsS "$BASE/readyz" >/dev/null || { echo "start: ingest not ready after 30 
 
 FIRST="${WRITE_KEYS%%,*}"
 KEY="${FIRST%=*}"
-echo "start: live events on http://${INGEST_METRICS_HOST:-$INGEST_HOST}:$INGEST_METRICS_PORT/live (workspace ${FIRST##*=}, the token in ADMIN_TOKEN)"
+echo "start: live events on http://$METRICS_HOST:$INGEST_METRICS_PORT/live (workspace ${FIRST##*=}, the token in ADMIN_TOKEN)"
 echo "ready: ingest on $BASE, sink writing to ${CLICKHOUSE_DATABASE:-default}.${CLICKHOUSE_TABLE:-events} - try: curl -i $BASE/api/public/apps/identify -u '$KEY:' -H 'Content-Type: application/json' -d '{\"messageId\":\"m-1\",\"userId\":\"u-1\",\"traits\":{\"plan\":\"pro\"}}'"
 
 # Run until a signal, or until either service exits by itself (then stop the rest).

@@ -2,9 +2,11 @@
  * What the live view shows of a record of the events or rejected topic: the record decoded into a
  * LiveItem (messageId, type, event or name, userId, anonymousId, receivedAt, the library that sent
  * it, and the whole message; a refused item's reasons and its raw text), and the viewer's filters.
- * Records are kept as the broker gave them (LiveRecord) and decoded only when a viewer asks for
- * them: the workspace, type, event and ids are read from the row line without parsing it
- * (schemas/row.ts rowStringField). Pure; nothing throws (an undecodable record is undefined).
+ * Records are kept as the broker gave them (LiveRecord), their workspace read without parsing
+ * them (schemas/row.ts rowStringField; a refused record's leading `workspaceId`), and decoded at
+ * most once, when a viewer asks for their workspace: a LiveEntry, the item's JSON text and the
+ * fields the filters read (ingest/live/feed.ts keeps it on the record). Pure; nothing throws (an
+ * undecodable record is undefined).
  */
 import type { RejectedEnvelope } from "../../schemas/envelope";
 import { isRowValue, rowStringField } from "../../schemas/row";
@@ -19,6 +21,25 @@ export interface LiveRecord {
   value: Buffer;
   /** `<topic>/<partition>/<offset>`: the SSE event id. */
   id: string;
+  /** The record decoded (null: it cannot be), once a viewer asked for it (ingest/live/feed.ts). */
+  entry?: LiveEntry | null;
+}
+
+/**
+ * A record decoded once: what the filters read, and the LiveItem as JSON text, sent as it is to
+ * every viewer and /live/recent call that asks for it (never parsed again).
+ */
+export interface LiveEntry {
+  id: string;
+  workspaceId: string;
+  type: string;
+  event: string;
+  userId: string;
+  anonymousId: string;
+  /** ISO 8601, ms: the order of /live/recent. */
+  receivedAt: string;
+  /** `JSON.stringify(LiveItem)`. */
+  json: string;
 }
 
 /** One row of the live view, as the stream and /live/recent send it (JSON). */
@@ -50,11 +71,42 @@ export interface LiveFilter {
   anonymousId?: string;
 }
 
-/** The workspace of a record, read without parsing it; undefined when the value is not ours. */
+/** The key a refused record begins with (ingest/rejected.ts writes the envelope's workspaceId first). */
+const REFUSED_PREFIX = Buffer.from('{"workspaceId":"');
+
+/**
+ * The workspace of a record, read without parsing it (a refused record that does not begin with
+ * its workspaceId, from a tool or an older release, is parsed); undefined when the value is not ours.
+ */
 export function recordWorkspace(kind: LiveKind, value: Buffer): string | undefined {
   if (kind === "accepted") return isRowValue(value) ? rowStringField(value, "workspace_id") : undefined;
+  if (value.subarray(0, REFUSED_PREFIX.length).equals(REFUSED_PREFIX)) {
+    const end = value.indexOf(0x22, REFUSED_PREFIX.length);
+    const text = end < 0 ? undefined : value.toString("utf8", REFUSED_PREFIX.length, end);
+    // A backslash means an escape: the plain read would cut it; parse that rare one.
+    if (text !== undefined && !text.includes("\\")) return text;
+  }
   const workspaceId = parseJson(value.toString("utf8")) as { workspaceId?: unknown } | undefined;
   return typeof workspaceId?.workspaceId === "string" ? workspaceId.workspaceId : undefined;
+}
+
+/** The record decoded (one parse of its value and of its JSON columns); undefined when it cannot be. */
+export function liveEntry(record: LiveRecord): LiveEntry | undefined {
+  const item = liveItem(record);
+  if (item === undefined) return undefined;
+  const { id, type, event, userId, anonymousId, receivedAt } = item;
+  return { id, workspaceId: record.workspaceId, type, event, userId, anonymousId, receivedAt, json: JSON.stringify(item) };
+}
+
+/** Whether a decoded record passes `filter`, as `matches` decides for its record. */
+export function entryMatches(entry: LiveEntry, filter: LiveFilter): boolean {
+  return (
+    entry.workspaceId === filter.workspaceId &&
+    (filter.type === undefined || entry.type === filter.type) &&
+    (filter.event === undefined || entry.event === filter.event) &&
+    (filter.userId === undefined || entry.userId === filter.userId) &&
+    (filter.anonymousId === undefined || entry.anonymousId === filter.anonymousId)
+  );
 }
 
 /** Whether a record passes `filter` (its workspace, then each field the filter sets). */

@@ -10,8 +10,11 @@
  * Every route but the page needs `Authorization: Bearer <ADMIN_TOKEN>` (401 otherwise; every
  * request is refused while ADMIN_TOKEN is unset); /live/events and /live/recent need
  * `workspaceId` (400) and take the filters `type`, `event`, `userId`, `anonymousId`. At most
- * LIVE_MAX_VIEWERS streams at once per process (503). A viewer whose connection holds more than
+ * LIVE_MAX_VIEWERS streams and LIVE_MAX_RECENT /live/recent calls at once per process; past
+ * either, 503 with Retry-After (issue 46 row 6). A viewer whose connection holds more than
  * VIEWER_BUFFER_BYTES unsent is skipped, not buffered for: its next event says how many it missed.
+ * Items arrive from the tail's worker as server-sent events ready to write, several at a time,
+ * and are written as they are (nothing is parsed or serialised here, on the public API's loop).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import Router from "@koa/router";
@@ -19,9 +22,9 @@ import { createSession } from "better-sse";
 import type Koa from "koa";
 import type { Logger } from "pino";
 import type { IngestMetrics } from "../metrics";
-import { liveItem, matches, type LiveFilter } from "./items";
+import type { LiveFilter } from "./items";
 import { PAGE_HTML, PAGE_SCRIPT } from "./page";
-import type { LiveTail } from "./tail";
+import type { LiveThread } from "./thread";
 
 /** Items /live/recent returns at most, and what a new viewer is sent first. */
 export const RECENT_MAX = 1_000;
@@ -30,14 +33,19 @@ export const STREAM_BACKLOG = 200;
 /** Bytes a viewer's connection may hold unsent before its items are skipped. */
 export const VIEWER_BUFFER_BYTES = 1024 * 1024;
 
+/** Retry-After of a /live/recent call over LIVE_MAX_RECENT, and of a stream over LIVE_MAX_VIEWERS, s. */
+export const RETRY_AFTER_SECONDS = { recent: 1, viewers: 5 };
+
 /** What the live routes need. */
 export interface LiveDeps {
-  /** The tail (or, in unit tests, anything with its three members). */
-  tail: Pick<LiveTail, "acquire" | "subscribe" | "recent">;
+  /** The tail's worker (or, in unit tests, anything with its three members). */
+  tail: Pick<LiveThread, "acquire" | "watch" | "recent">;
   /** ADMIN_TOKEN; unset refuses every request. */
   adminToken?: string;
   /** Streams open at once in this process (LIVE_MAX_VIEWERS). */
   maxViewers: number;
+  /** /live/recent calls served at once in this process (LIVE_MAX_RECENT). */
+  maxRecent: number;
   /** The workspaces of the configured write keys. */
   workspaces: () => string[];
   metrics: IngestMetrics;
@@ -48,6 +56,7 @@ export interface LiveDeps {
 export function liveRouter(deps: LiveDeps): Router {
   const router = new Router();
   let viewers = 0;
+  let recentCalls = 0;
   const token = deps.adminToken === undefined ? undefined : digest(deps.adminToken);
 
   const authorized = (ctx: Koa.Context): boolean => {
@@ -86,14 +95,26 @@ export function liveRouter(deps: LiveDeps): Router {
     if (!authorized(ctx)) return;
     const filter = filterOf(ctx);
     if (filter === undefined) return;
+    if (recentCalls >= deps.maxRecent) {
+      ctx.status = 503;
+      ctx.set("Retry-After", String(RETRY_AFTER_SECONDS.recent));
+      ctx.body = { error: "busy", message: `at most ${deps.maxRecent} /live/recent calls at once per process (LIVE_MAX_RECENT)` };
+      return;
+    }
     const limit = Math.min(RECENT_MAX, Math.max(1, Number.parseInt(String(ctx.query.limit ?? "100"), 10) || 100));
-    const release = await deps.tail.acquire();
+    recentCalls++;
     try {
-      // Newest first by arrival at the ingest: the tail reads partitions in no common order.
-      const items = deps.tail.recent.newest(filter, limit).flatMap((r) => liveItem(r) ?? []);
-      ctx.body = { items: items.sort((a, b) => (a.receivedAt < b.receivedAt ? 1 : a.receivedAt > b.receivedAt ? -1 : 0)) };
+      const release = await deps.tail.acquire();
+      try {
+        // The worker's JSON text, newest first by arrival at the ingest: sent, not parsed.
+        const body = await deps.tail.recent(filter, limit);
+        ctx.type = "application/json; charset=utf-8";
+        ctx.body = body;
+      } finally {
+        release();
+      }
     } finally {
-      release();
+      recentCalls--;
     }
   });
 
@@ -103,7 +124,7 @@ export function liveRouter(deps: LiveDeps): Router {
     if (filter === undefined) return;
     if (viewers >= deps.maxViewers) {
       ctx.status = 503;
-      ctx.set("Retry-After", "5");
+      ctx.set("Retry-After", String(RETRY_AFTER_SECONDS.viewers));
       ctx.body = { error: "too_many_viewers", message: `at most ${deps.maxViewers} live viewers per process (LIVE_MAX_VIEWERS)` };
       return;
     }
@@ -137,28 +158,21 @@ export function liveRouter(deps: LiveDeps): Router {
     const session = await createSession(ctx.req, ctx.res, { statusCode: 200, keepAlive: 15_000, retry: 2_000, trustClientEventId: false });
     if (ended) return;
     let dropped = 0;
-    const send = (item: unknown, id: string) => {
-      if (!session.isConnected) return;
+    // The worker's frames (the backlog, oldest first, then each new item), one write per batch.
+    const frames = (text: string, count: number) => {
+      if (!session.isConnected || count === 0) return;
       if (ctx.res.writableLength > VIEWER_BUFFER_BYTES) {
-        dropped++;
-        deps.metrics.liveDropped.inc();
+        dropped += count;
+        deps.metrics.liveDropped.inc(count);
         return;
       }
       if (dropped > 0) {
         session.push({ dropped }, "dropped");
         dropped = 0;
       }
-      session.push(item, "item", id);
+      ctx.res.write(text);
     };
-    for (const record of deps.tail.recent.newest(filter, STREAM_BACKLOG).reverse()) {
-      const item = liveItem(record);
-      if (item) send(item, record.id);
-    }
-    unsubscribe = deps.tail.subscribe((record) => {
-      if (!matches(record, filter)) return;
-      const item = liveItem(record);
-      if (item) send(item, record.id);
-    });
+    unsubscribe = deps.tail.watch(filter, STREAM_BACKLOG, { frames, end: () => ctx.res.end() });
     session.once("disconnected", end);
   });
   return router;

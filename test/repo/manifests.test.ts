@@ -199,11 +199,23 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
     if (RESERVED_HOST.test(value)) out.push(`${cm}: ${key} names a reserved example host (${value})`);
   if (!(Number(data.INGEST_HEADERS_TIMEOUT_MS ?? 10_000) > Number(data.INGEST_KEEPALIVE_TIMEOUT_MS ?? 5_000)))
     out.push(`${cm}: INGEST_HEADERS_TIMEOUT_MS must exceed INGEST_KEEPALIVE_TIMEOUT_MS`);
-  // Each process's typed config accepts the ConfigMap (the Secrets add only credentials).
-  const parsers = { ingest: ingestConfig, sink: sinkConfig, setup: setupConfig };
+  // Each process's typed config accepts the ConfigMap (the Secrets add only credentials), the
+  // ingest also with the live view's token when the render carries its Secret: the ingest refuses
+  // a published or weak token on an admin port beyond loopback (issue 46), so a placeholder
+  // shipped here would stop every pod.
+  const adminSecret = find("Secret", "segment-ingest-admin");
+  const adminToken: unknown = adminSecret?.stringData?.ADMIN_TOKEN ?? adminSecret?.data?.ADMIN_TOKEN;
+  const withToken =
+    typeof adminToken === "string"
+      ? {
+          ...data,
+          ADMIN_TOKEN: adminSecret?.stringData?.ADMIN_TOKEN === undefined ? Buffer.from(adminToken, "base64").toString() : adminToken,
+        }
+      : data;
+  const parsers = { ingest: () => ingestConfig(withToken), sink: () => sinkConfig(data), setup: () => setupConfig(data) };
   for (const [what, parseConfig] of Object.entries(parsers)) {
     try {
-      parseConfig(data);
+      parseConfig();
     } catch (error) {
       out.push(`${cm}: the ${what} refuses it: ${(error as Error).message}`);
     }
@@ -709,6 +721,17 @@ test("production rules hold in the base and in the production overlay, and refus
       /PUBLIC_URL names a reserved example host/,
     ],
     ["a placeholder broker", (rs) => (cm(rs).KAFKA_BROKERS = "kafka.example:9092"), /KAFKA_BROKERS names a reserved example host/],
+    [
+      "a published admin token in a Secret",
+      (rs) =>
+        rs.push({
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "segment-ingest-admin" },
+          stringData: { ADMIN_TOKEN: "dev-admin-token-change-me" },
+        }),
+      /the ingest refuses it: ADMIN_TOKEN is a published development token/,
+    ],
   ];
   for (const [what, mutate, expected] of broken) {
     const copy = objects(BASE);

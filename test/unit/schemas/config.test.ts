@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { DEFAULT_RETENTION_MS, privacyConfig, setupConfig } from "../../../deploy/setup/config";
-import { ingestConfig } from "../../../ingest/config";
+import { ingestConfig, isLoopback } from "../../../ingest/config";
 import { sinkConfig } from "../../../sink/config";
 
 const refusal = (parse: () => unknown): string => {
@@ -201,6 +201,36 @@ test("TRUST_PROXY is a count of trusted hops; true is one, unset none", () => {
   assert.match(
     refusal(() => ingestConfig({ TRUST_PROXY: "yes" })),
     /trustedProxies/,
+  );
+});
+
+test("the admin port: 127.0.0.1 whatever INGEST_HOST says; beyond loopback a published or weak ADMIN_TOKEN stops the start", () => {
+  assert.is(ingestConfig({ INGEST_HOST: "0.0.0.0" }).metricsHost, "127.0.0.1");
+  assert.is(
+    ingestConfig({ INGEST_HOST: "0.0.0.0", ADMIN_TOKEN: "dev-admin-token-change-me" }).adminToken,
+    "dev-admin-token-change-me",
+    "loopback: the development token is fine",
+  );
+  for (const host of ["127.0.0.1", "127.1.2.3", "::1", "localhost", "[::1]", "::ffff:127.0.0.1"]) assert.ok(isLoopback(host), host);
+  for (const host of ["0.0.0.0", "::", "192.0.2.2", "10.0.0.1", "ingest.internal", "::ffff:10.0.0.1"])
+    assert.not.ok(isLoopback(host), host);
+  const beyond = (token: string) => refusal(() => ingestConfig({ INGEST_METRICS_HOST: "0.0.0.0", ADMIN_TOKEN: token }));
+  assert.match(
+    beyond("dev-admin-token-change-me"),
+    /^ADMIN_TOKEN is a published development token, and the admin port listens beyond loopback \(INGEST_METRICS_HOST=0\.0\.0\.0\)/,
+  );
+  assert.match(beyond("replace-this-development-admin-token"), /published development token/);
+  assert.match(beyond("0123456789abcdef0123"), /ADMIN_TOKEN has 20 characters, fewer than 24/);
+  assert.match(beyond("abababababababababababababab"), /fewer than 8 distinct characters/);
+  assert.is(beyond("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c"), "", "openssl rand -hex 24");
+  assert.is(
+    refusal(() => ingestConfig({ INGEST_METRICS_HOST: "0.0.0.0" })),
+    "",
+    "no token: the live view is off, /metrics is served",
+  );
+  assert.match(
+    refusal(() => ingestConfig({ INGEST_METRICS_MAX_CONNECTIONS: "12" })),
+    /INGEST_METRICS_MAX_CONNECTIONS \(12\) must exceed LIVE_MAX_VIEWERS \+ LIVE_MAX_RECENT \(12\)/,
   );
 });
 

@@ -15,11 +15,11 @@ test("newest first, filtered by workspace, at most the limit", () => {
   const buffer = new RecentBuffer({ records: 10, bytes: 1_000 });
   for (let n = 0; n < 6; n++) buffer.add(record(n, n % 2 === 0 ? "ws1" : "ws2"));
   assert.equal(
-    buffer.newest({ workspaceId: "ws1" }, 10).map((r) => r.id),
+    buffer.newest((r) => r.workspaceId === "ws1", 10).map((r) => r.id),
     ["events/0/4", "events/0/2", "events/0/0"],
   );
   assert.equal(
-    buffer.newest({ workspaceId: "ws2" }, 2).map((r) => r.id),
+    buffer.newest((r) => r.workspaceId === "ws2", 2).map((r) => r.id),
     ["events/0/5", "events/0/3"],
   );
 });
@@ -29,7 +29,7 @@ test("the count bound drops the oldest", () => {
   for (let n = 0; n < 5; n++) buffer.add(record(n));
   assert.is(buffer.size, 3);
   assert.equal(
-    buffer.newest({ workspaceId: "ws1" }, 10).map((r) => r.id),
+    buffer.newest((r) => r.workspaceId === "ws1", 10).map((r) => r.id),
     ["events/0/4", "events/0/3", "events/0/2"],
   );
 });
@@ -43,7 +43,7 @@ test("the byte bound drops the oldest until the new record fits; a record over i
   assert.is(buffer.size, 3, "too big for the buffer: skipped");
   buffer.add(record(5, "ws1", 70));
   assert.equal(
-    buffer.newest({ workspaceId: "ws1" }, 10).map((r) => r.id),
+    buffer.newest((r) => r.workspaceId === "ws1", 10).map((r) => r.id),
     ["events/0/5", "events/0/4"],
   );
   assert.is(buffer.bytes, 100);

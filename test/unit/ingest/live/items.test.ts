@@ -1,7 +1,7 @@
 /** What the live view makes of a record (ingest/live/items.ts): the item shown, and the filters. */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { liveItem, matches, recordWorkspace } from "../../../../ingest/live/items";
+import { entryMatches, liveEntry, liveItem, matches, recordWorkspace } from "../../../../ingest/live/items";
 import { acceptedRecord, refusedRecord } from "../../../support/live-records";
 
 const track = {
@@ -59,6 +59,25 @@ test("filters: the workspace always, then type, event, userId and anonymousId ex
   assert.not.ok(matches(record, { workspaceId: "ws1", type: "page" }));
   assert.not.ok(matches(record, { workspaceId: "ws1", event: "Signed" }), "no prefix match");
   assert.not.ok(matches(record, { workspaceId: "ws1", anonymousId: "u1" }));
+});
+
+test("a refused record's workspace is read from its first key without parsing; an escaped one, or another order, by parsing", () => {
+  assert.is(recordWorkspace("refused", refusedRecord("ws-7", { a: 1 }, ["x"]).value), "ws-7");
+  assert.is(recordWorkspace("refused", Buffer.from('{"workspaceId":"w\\"q","raw":""}')), 'w"q');
+  assert.is(recordWorkspace("refused", Buffer.from('{"raw":"","workspaceId":"late"}')), "late");
+});
+
+test("an entry is the item as JSON text with the fields the filters read; entryMatches agrees with matches", () => {
+  const record = acceptedRecord("ws1", track);
+  const entry = liveEntry(record)!;
+  assert.equal(JSON.parse(entry.json), liveItem(record));
+  for (const filter of [
+    { workspaceId: "ws1" },
+    { workspaceId: "ws2" },
+    { workspaceId: "ws1", type: "track", event: "Signed Up" },
+    { workspaceId: "ws1", anonymousId: "u1" },
+  ])
+    assert.is(entryMatches(entry, filter), matches(record, filter), JSON.stringify(filter));
 });
 
 test.run();

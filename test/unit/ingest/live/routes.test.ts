@@ -10,34 +10,51 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { RecentBuffer } from "../../../../ingest/live/buffer";
-import type { LiveItem, LiveRecord } from "../../../../ingest/live/items";
+import { LiveFeed, sseFrame } from "../../../../ingest/live/feed";
+import type { LiveFilter, LiveItem, LiveRecord } from "../../../../ingest/live/items";
 import { liveRouter } from "../../../../ingest/live/routes";
+import type { LiveWatcher } from "../../../../ingest/live/thread";
 import { ingestMetrics, metricsApp, type IngestMetrics } from "../../../../ingest/metrics";
 import { acceptedRecord, refusedRecord } from "../../../support/live-records";
 
 const TOKEN = "a-long-enough-admin-token";
 const routes = suite("live routes, in process");
 
-/** The tail's stand-in: a recent buffer, listeners, and how many hold it; `startMs`: how long acquire takes (a Kafka consumer joining). */
+/**
+ * The tail's stand-in: the worker's feed (ingest/live/feed.ts) in this thread, the watchers, and
+ * how many hold it; `startMs`: how long acquire takes (a Kafka consumer joining); `recentMs`: how
+ * long a recent answer takes (a busy worker).
+ */
 function standInTail() {
-  const listeners = new Set<(record: LiveRecord) => void>();
-  const state = { holders: 0, startMs: 0 };
+  const feed = new LiveFeed({ records: 1_000, bytes: 64 * 1024 * 1024 });
+  const watchers = new Map<number, LiveWatcher>();
+  const state = { holders: 0, startMs: 0, recentMs: 0 };
+  let next = 1;
   return {
     state,
-    recent: new RecentBuffer({ records: 1_000, bytes: 64 * 1024 * 1024 }),
+    feed,
     acquire: async () => {
       if (state.startMs > 0) await new Promise((resolve) => setTimeout(resolve, state.startMs));
       state.holders++;
       return () => void state.holders--;
     },
-    subscribe: (listener: (record: LiveRecord) => void) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+    recent: async (filter: LiveFilter, limit: number) => {
+      if (state.recentMs > 0) await new Promise((resolve) => setTimeout(resolve, state.recentMs));
+      return feed.newest(filter, limit);
+    },
+    watch: (filter: LiveFilter, backlog: number, watcher: LiveWatcher) => {
+      const id = next++;
+      watchers.set(id, watcher);
+      const entries = feed.watch(id, filter, backlog);
+      watcher.frames(entries.map((e) => sseFrame(e.id, e.json)).join(""), entries.length);
+      return () => {
+        watchers.delete(id);
+        feed.unwatch(id);
+      };
     },
     emit(record: LiveRecord) {
-      this.recent.add(record);
-      for (const listener of listeners) listener(record);
+      const delivery = feed.take(record);
+      for (const id of delivery?.watchers ?? []) watchers.get(id)?.frames(sseFrame(delivery!.id, delivery!.json), 1);
     },
   };
 }
@@ -47,13 +64,14 @@ let metrics: IngestMetrics;
 let server: Server;
 let base: string;
 
-async function serve(adminToken: string | undefined) {
+async function serve(adminToken: string | undefined, maxViewers = 1) {
   tail = standInTail();
   metrics = ingestMetrics();
   const live = liveRouter({
     tail,
     ...(adminToken === undefined ? {} : { adminToken }),
-    maxViewers: 1,
+    maxViewers,
+    maxRecent: 2,
     workspaces: () => ["ws2", "ws1", "ws1"],
     metrics,
     log: pino({ level: "silent" }),
@@ -165,6 +183,47 @@ routes("a viewer gone while the tail is still starting gives back its place and 
   const response = await get("/live/events?workspaceId=ws1");
   assert.is(response.status, 200, "the one viewer place (LIVE_MAX_VIEWERS 1) is free again");
   await response.body?.cancel();
+});
+
+routes("recent: past LIVE_MAX_RECENT calls at once, the next is answered 503 with Retry-After; the place is given back", async () => {
+  tail.emit(acceptedRecord("ws1", { type: "track", messageId: "a", userId: "u1", event: "A" }));
+  tail.state.recentMs = 300;
+  const path = "/live/recent?workspaceId=ws1";
+  const held = [get(path), get(path)]; // LIVE_MAX_RECENT is 2 here
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const over = await get(path);
+  assert.is(over.status, 503);
+  assert.is(over.headers.get("retry-after"), "1");
+  assert.is(((await over.json()) as { error: string }).error, "busy");
+  assert.equal(
+    (await Promise.all(held)).map((r) => r.status),
+    [200, 200],
+  );
+  tail.state.recentMs = 0;
+  assert.is((await get(path)).status, 200, "free again");
+});
+
+routes("three viewers of one workspace and a recent call: each record is decoded once", async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await serve(TOKEN, 3);
+  const viewers = await Promise.all([1, 2, 3].map(() => get("/live/events?workspaceId=ws1")));
+  assert.equal(
+    viewers.map((r) => r.status),
+    [200, 200, 200],
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  setTimeout(() => {
+    for (let n = 0; n < 10; n++) tail.emit(refusedRecord("ws1", { type: "track", messageId: `r-${n}`, event: n }, ["event: string"]));
+    tail.emit(refusedRecord("ws2", { type: "track", messageId: "unwatched", event: 1 }, ["event: string"]));
+  }, 50);
+  const got = await Promise.all(viewers.map((r) => frames(r, 10)));
+  assert.equal(
+    got.map((f) => f.length),
+    [10, 10, 10],
+  );
+  assert.is(((await (await get("/live/recent?workspaceId=ws1&limit=100")).json()) as { items: unknown[] }).items.length, 10);
+  assert.is(tail.feed.decoded, 10, "ten records, three viewers and a recent call: ten decodes; the unwatched workspace's none");
 });
 
 routes("a viewer that does not read is skipped past its buffer bound, and told how many it missed", async () => {
