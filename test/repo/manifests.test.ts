@@ -465,7 +465,7 @@ function dockerfileViolations(text: string, ignore: string, testNode: string): s
   const user = [...runtime].reverse().find((l) => /^USER\s/.test(l));
   const uid = user?.split(/\s+/)[1].split(":")[0];
   if (uid !== "10001") out.push(`the runtime stage must run as uid 10001 (the manifests' runAsUser), not ${uid ?? "root"}`);
-  const entrypoint = 'ENTRYPOINT ["node", "--heap-growing-percent=300", "dist/deploy/cli.js"]';
+  const entrypoint = 'ENTRYPOINT ["node", "--heap-growing-percent=300", "--max-semi-space-size=16", "dist/deploy/cli.js"]';
   if (!runtime.includes(entrypoint))
     out.push(`${entrypoint.replace(" ", " must be ")} (V8's large-heap growing factor under a capped heap)`);
   if (!runtime.includes('CMD ["ingest"]')) out.push('CMD must be ["ingest"]');
@@ -987,7 +987,7 @@ test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI
   assert.equal(dockerfileViolations(dockerfile, ignore, testNode), []);
   console.log("\nDockerfile:");
   show(
-    `OK   pinned node image (${testNode}, the tests' Node), npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node --heap-growing-percent=300 dist/deploy/cli.js, CMD ingest`,
+    `OK   pinned node image (${testNode}, the tests' Node), npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node --heap-growing-percent=300 --max-semi-space-size=16 dist/deploy/cli.js, CMD ingest`,
   );
   const cases: Array<[string, string, string, RegExp]> = [
     ["runs as root", dockerfile.replace("USER 10001:10001", "USER root"), ignore, /uid 10001/],
