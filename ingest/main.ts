@@ -10,11 +10,13 @@ import pino, { type Logger } from "pino";
 import { ingestConfig } from "./config";
 import { start, stopBoundMs } from "./service";
 import { exitAfter, STOP_MARGIN_MS } from "../schemas/runtime/deadline";
+import { logProcessWarnings } from "../schemas/runtime/warnings";
 
 /** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runIngest(): Promise<void> {
   const config = ingestConfig(process.env);
   const log = pino({ name: "ingest", level: config.logLevel });
+  logProcessWarnings(log);
   if (config.workers > 1 && cluster.isPrimary) {
     runPrimary(config.workers, log);
     return;

