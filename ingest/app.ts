@@ -179,7 +179,7 @@ export function createApp(deps: AppDeps): Koa {
         },
         decoded: (n) => (decoded += n),
         arrived: () => lease.markArrived(),
-        signal: lease.signal,
+        eviction: lease,
         // No key header: a body whose every writeKey is unknown is refused before it is parsed.
         beforeParse: (text) => {
           if (keyed) return undefined;
@@ -236,13 +236,13 @@ export function createApp(deps: AppDeps): Koa {
     const started = performance.now();
     const requestId = requestIdOf(ctx.get("X-Request-Id"));
     ctx.set("X-Request-Id", requestId);
-    const log = deps.log.child({ reqId: requestId });
-    ctx.state.log = log;
+    // The request's logger is made when something is logged (an error, or debug): most requests log nothing.
+    const log = () => deps.log.child({ reqId: requestId });
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw notFound(ctx.method, ctx.path);
     } catch (error) {
-      answerError(ctx, error, deps.retryAfterSeconds, deps.limits, log);
+      answerError(ctx, error, deps.retryAfterSeconds, deps.limits, log());
     }
     if (deps.isDraining()) ctx.set("Connection", "close");
     const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched";
@@ -250,7 +250,8 @@ export function createApp(deps: AppDeps): Koa {
     deps.metrics.requests.inc({ route, status: String(ctx.status) });
     deps.metrics.requestSeconds.observe({ route }, seconds);
     if (ctx.status >= 400) deps.metrics.requestsRefused.inc({ reason: (ctx.body as ErrorBody | undefined)?.error ?? String(ctx.status) });
-    log.debug({ method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1000) }, "request");
+    if (deps.log.isLevelEnabled("debug"))
+      log().debug({ method: ctx.method, route, status: ctx.status, ms: Math.round(seconds * 1000) }, "request");
   });
   app.use(
     cors({

@@ -34,6 +34,7 @@ import { parsedBytes, parsedLimit } from "./parsed-size";
 import { bodyCharset, type BodyCharset } from "./charset";
 import { mayHoldHugeNumber, mayHoldLoneSurrogate, nonFinitePath, wellFormed } from "../schemas/wellformed";
 import type { Limits } from "./limits";
+import type { Evictable } from "./budget";
 
 /** How one body is read. */
 export interface BodyOptions {
@@ -49,13 +50,14 @@ export interface BodyOptions {
   charge: (bytes: number) => HttpError | undefined;
   /** Told of each decoded chunk as it is decoded, refused or not (the rate limit's bytes bucket). */
   decoded?: (bytes: number) => void;
-  /** Aborted when the in-flight budget evicted the body (ingest/budget.ts): the read ends with 408 `body_too_slow`. */
-  signal?: AbortSignal;
+  /** Told when the in-flight budget evicts the body (ingest/budget.ts): the read ends with 408 `body_too_slow`. */
+  eviction?: Evictable;
 }
 
 /** The body as text; rejects with a named HttpError (400, 408, 413, 503, or the charge's own). */
 export async function readBody(req: IncomingMessage, options: BodyOptions): Promise<string> {
   const { encoding, maxBytes, timeoutMs, charge } = options;
+  if (encoding === "identity" && arrivedWhole(req)) return readArrived(req, options);
   const meter = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       options.decoded?.(chunk.length);
@@ -76,8 +78,7 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
   };
   const deadline = Date.now() + timeoutMs;
   const timer = setTimeout(() => fail(bodyTimeout(timeoutMs)), timeoutMs);
-  const onEvicted = () => fail(bodyTooSlow());
-  options.signal?.addEventListener("abort", onEvicted, { once: true });
+  if (options.eviction) options.eviction.onEvict = () => fail(bodyTooSlow());
   req.on("close", onClose);
   if (unzip && hold) {
     hold.on("error", onHoldError);
@@ -96,7 +97,7 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
     throw error;
   } finally {
     clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onEvicted);
+    if (options.eviction) options.eviction.onEvict = undefined;
     req.off("close", onClose);
     req.unpipe();
     if (hold) {
@@ -111,6 +112,33 @@ export async function readBody(req: IncomingMessage, options: BodyOptions): Prom
     }
     if (!req.complete) discardRest(req, deadline);
   }
+}
+
+/**
+ * A plain body that had arrived whole before reading began (a small body comes with its headers):
+ * its bytes, all buffered in the request, are charged at once, and it is read with no deadline,
+ * abort or eviction to watch, and no stream between the request and raw-body. What it is charged
+ * and told (`decoded`) is what the chunk-by-chunk read would have charged; a Content-Length over
+ * the limit is 413 before anything is charged or told, as raw-body answers it.
+ */
+async function readArrived(req: IncomingMessage, options: BodyOptions): Promise<string> {
+  const { maxBytes } = options;
+  const length = req.readableLength;
+  if (length > maxBytes) throw payloadTooLarge(maxBytes);
+  options.decoded?.(length);
+  const refused = options.charge(length);
+  if (refused) throw refused;
+  return getRawBody(req, { limit: maxBytes, length, encoding: options.charset ?? "utf8" });
+}
+
+/**
+ * Whether the whole body is buffered in the request, unread: a Content-Length body (not chunked)
+ * of which every byte is there. node:http may run the handler before it marks the request
+ * `complete`, so the bytes are counted instead.
+ */
+function arrivedWhole(req: IncomingMessage): boolean {
+  const length = declaredLength(req.headers["content-length"]);
+  return length !== undefined && length > 0 && req.readableLength === length && !req.readableFlowing;
 }
 
 /**
@@ -194,8 +222,8 @@ export interface JsonReadOptions {
   decoded?: (bytes: number) => void;
   /** Called once the whole body has been read, before the parsed size is charged. */
   arrived?: () => void;
-  /** Aborted when the budget evicted the body (BodyOptions): 408. */
-  signal?: AbortSignal;
+  /** Told when the budget evicts the body (BodyOptions): 408. */
+  eviction?: Evictable;
   /**
    * Looks at the text before it is scanned and parsed; an HttpError refuses the body there (a
    * body whose writeKey is surely unknown: ingest/auth.ts scanWriteKeys).
@@ -230,7 +258,7 @@ export async function readJson(ctx: Koa.Context, limits: Limits, options: JsonRe
     timeoutMs: options.bodyTimeoutMs,
     charge,
     ...(options.decoded ? { decoded: options.decoded } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.eviction ? { eviction: options.eviction } : {}),
   });
   options.arrived?.();
   const early = options.beforeParse?.(text);

@@ -16,7 +16,7 @@
  * number of addresses or forged forwarded addresses: room is held by bytes that keep coming,
  * not by connections.
  * Pure bookkeeping (the clock is passed in): a refused charge is a value, answered by the caller
- * (503 or 413); an eviction aborts the lease's `signal`, which the body reader answers.
+ * (503 or 413); an eviction calls the lease's `onEvict`, which the body reader answers.
  */
 
 /**
@@ -46,6 +46,9 @@ export function senderCap(maxBytes: number, maxRequestBytes: number): number {
  */
 export type Charge = { ok: true } | { ok: false; reason: "busy" | "never"; capacity: number };
 
+/** The charge that went through: one object for all of them. */
+const OK: Charge = Object.freeze({ ok: true });
+
 /**
  * A body that has received nothing for this long, ms, may be evicted when room is needed. SDKs
  * send a body in one go (a 500 KB batch arrives in a few ms on a LAN, well under a second on a
@@ -61,9 +64,9 @@ export const IDLE_MS = 500;
 export const MIN_ARRIVAL_BYTES_PER_SECOND = 64 * 1024;
 
 /** One request's hold on the budget. */
-export interface Lease {
-  /** Aborted when the budget evicted the body (idle or too slow while others needed the room): answer 408. */
-  readonly signal: AbortSignal;
+export interface Lease extends Evictable {
+  /** True once the budget evicted the body (idle or too slow while others needed the room): answer 408. */
+  readonly evicted: boolean;
   /** Charges `bytes` more. A refused charge changes nothing. */
   grow(bytes: number): Charge;
   /** The request's writeKey is now checked (it was in the body): its bytes leave the unkeyed share. */
@@ -76,35 +79,79 @@ export interface Lease {
   readonly bytes: number;
 }
 
+/**
+ * What a body reader watches while it reads (ingest/body.ts): `onEvict`, when set, is called
+ * once if the budget evicts the body. A plain callback, not an AbortSignal: one is made per
+ * request, and an AbortController cost each request an EventTarget the young generation kept.
+ */
+export interface Evictable {
+  onEvict: (() => void) | undefined;
+}
+
 /** The limits a charge may find full: the whole budget, the unkeyed share, one sender's arriving cap. */
 type Room = "budget" | "unkeyed" | "sender";
 
-/** What the budget knows of a body still arriving. */
-interface Arriving {
-  readonly sender: string;
-  /** When the lease opened, ms. */
-  readonly openedAt: number;
-  /** When its last bytes were charged, ms. */
-  lastAt: number;
-  /** Bytes charged while arriving. */
-  readonly bytes: number;
-  readonly keyed: boolean;
-  /** Releases the lease and aborts its signal. */
-  evict(): void;
-}
-
 /** Whether a body still arriving has stopped (idle IDLE_MS) or crawls (under MIN_ARRIVAL_BYTES_PER_SECOND after a second). */
-function stalled(lease: Arriving, now: number): boolean {
+function stalled(lease: BudgetLease, now: number): boolean {
   if (now - lease.lastAt >= IDLE_MS) return true;
   const age = now - lease.openedAt;
-  return age >= 1_000 && (lease.bytes * 1000) / age < MIN_ARRIVAL_BYTES_PER_SECOND;
+  return age >= 1_000 && (lease.arrivingBytes * 1000) / age < MIN_ARRIVAL_BYTES_PER_SECOND;
 }
 
 /** Whether evicting `lease` frees room of the kind `room` for `asking`. */
-function holdsRoomIn(lease: Arriving, room: Room, asking: Arriving): boolean {
+function holdsRoomIn(lease: BudgetLease, room: Room, asking: BudgetLease): boolean {
   if (room === "budget") return true;
   if (room === "unkeyed") return !lease.keyed;
   return lease.sender === asking.sender;
+}
+
+/** A lease of an InflightBudget: one object per request, its state in fields. */
+class BudgetLease implements Lease {
+  bytes = 0;
+  /** Bytes charged while arriving (they count against the sender's cap until markArrived). */
+  arrivingBytes = 0;
+  /** When its last bytes were charged, ms. */
+  lastAt: number;
+  arrived = false;
+  open = true;
+  evicted = false;
+  onEvict: (() => void) | undefined = undefined;
+
+  constructor(
+    private readonly budget: InflightBudget,
+    public keyed: boolean,
+    readonly sender: string,
+    readonly openedAt: number,
+  ) {
+    this.lastAt = openedAt;
+  }
+
+  grow(more: number): Charge {
+    return this.budget.grow(this, more);
+  }
+
+  markKeyed(): void {
+    this.budget.markKeyed(this);
+  }
+
+  markArrived(): void {
+    if (this.arrived) return;
+    this.arrived = true;
+    this.budget.leaveArriving(this);
+  }
+
+  release(): void {
+    this.budget.release(this);
+  }
+
+  /** Releases the lease and tells its reader (onEvict). */
+  evict(): void {
+    this.release();
+    this.evicted = true;
+    const listener = this.onEvict;
+    this.onEvict = undefined;
+    listener?.();
+  }
 }
 
 /** Leases of requests against a byte budget. */
@@ -114,7 +161,9 @@ export class InflightBudget {
   /** Bytes of bodies still arriving, by sender; a sender with none is not listed. */
   private readonly arriving = new Map<string, number>();
   /** The leases whose bodies are still arriving (eviction candidates). */
-  private readonly arrivingLeases = new Set<Arriving>();
+  private readonly arrivingLeases = new Set<BudgetLease>();
+  /** Bytes requests without a checked writeKey may hold together. */
+  private readonly unkeyedCap: number;
   /** Bodies evicted so far. */
   evicted = 0;
 
@@ -129,9 +178,11 @@ export class InflightBudget {
     private readonly maxBytes: number,
     private readonly otherHeld: () => number,
     private readonly perSender = maxBytes,
-    private readonly unkeyedShare = UNKEYED_SHARE,
+    unkeyedShare = UNKEYED_SHARE,
     private readonly now: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.unkeyedCap = Math.floor(maxBytes * unkeyedShare);
+  }
 
   /**
    * A lease of 0 bytes; `keyed` when the request's writeKey was checked from a header; `sender`
@@ -139,86 +190,62 @@ export class InflightBudget {
    * its bytes count against that sender's cap as well.
    */
   open(keyed: boolean, sender: string): Lease {
-    let bytes = 0;
-    let arrivingBytes = 0;
-    let isKeyed = keyed;
-    let open = true;
-    const unkeyedCap = Math.floor(this.maxBytes * this.unkeyedShare);
-    const controller = new AbortController();
-    const openedAt = this.now();
-    const entry: Arriving = {
-      sender,
-      openedAt,
-      lastAt: openedAt,
-      get bytes() {
-        return arrivingBytes;
-      },
-      get keyed() {
-        return isKeyed;
-      },
-      evict: () => {
-        release();
-        controller.abort();
-      },
-    };
-    this.arrivingLeases.add(entry);
-    const leaveArriving = () => {
-      this.arrivingLeases.delete(entry);
-      if (arrivingBytes === 0) return;
-      const left = (this.arriving.get(sender) ?? 0) - arrivingBytes;
-      if (left > 0) this.arriving.set(sender, left);
-      else this.arriving.delete(sender);
-      arrivingBytes = 0;
-    };
-    let arrived = false;
-    /** Which limit refuses `more` bytes now, if any: the budget, the unkeyed share, or the sender's cap. */
-    const refusedBy = (more: number): Room | undefined => {
-      if (this.reserved + this.otherHeld() + more > this.maxBytes) return "budget";
-      if (!isKeyed && this.reservedUnkeyed + more > unkeyedCap) return "unkeyed";
-      if (!arrived && (this.arriving.get(sender) ?? 0) + more > this.perSender) return "sender";
-      return undefined;
-    };
-    const release = () => {
-      if (!open) return;
-      open = false;
-      leaveArriving();
-      arrived = true;
-      this.reserved -= bytes;
-      if (!isKeyed) this.reservedUnkeyed -= bytes;
-      bytes = 0;
-    };
-    return {
-      signal: controller.signal,
-      grow: (more) => {
-        const capacity = isKeyed ? this.maxBytes : unkeyedCap;
-        if (!open || bytes + more > capacity) return { ok: false, reason: "never", capacity };
-        const refusal = refusedBy(more);
-        if (refusal !== undefined && !this.evictFor(refusal, more, entry, refusedBy)) return { ok: false, reason: "busy", capacity };
-        bytes += more;
-        this.reserved += more;
-        if (!isKeyed) this.reservedUnkeyed += more;
-        if (!arrived && more > 0) {
-          arrivingBytes += more;
-          this.arriving.set(sender, (this.arriving.get(sender) ?? 0) + more);
-          entry.lastAt = this.now();
-        }
-        return { ok: true };
-      },
-      markKeyed: () => {
-        if (!open || isKeyed) return;
-        isKeyed = true;
-        this.reservedUnkeyed -= bytes;
-      },
-      markArrived: () => {
-        if (arrived) return;
-        arrived = true;
-        leaveArriving();
-      },
-      release,
-      get bytes() {
-        return bytes;
-      },
-    };
+    const lease = new BudgetLease(this, keyed, sender, this.now());
+    this.arrivingLeases.add(lease);
+    return lease;
+  }
+
+  /** Which limit refuses `more` bytes to `lease` now, if any: the budget, the unkeyed share, or the sender's cap. */
+  private refusedBy(lease: BudgetLease, more: number): Room | undefined {
+    if (this.reserved + this.otherHeld() + more > this.maxBytes) return "budget";
+    if (!lease.keyed && this.reservedUnkeyed + more > this.unkeyedCap) return "unkeyed";
+    if (!lease.arrived && (this.arriving.get(lease.sender) ?? 0) + more > this.perSender) return "sender";
+    return undefined;
+  }
+
+  /** Lease.grow: charges `more` bytes to `lease`, evicting stalled bodies when room is wanting. */
+  grow(lease: BudgetLease, more: number): Charge {
+    const capacity = lease.keyed ? this.maxBytes : this.unkeyedCap;
+    if (!lease.open || lease.bytes + more > capacity) return { ok: false, reason: "never", capacity };
+    const refusal = this.refusedBy(lease, more);
+    if (refusal !== undefined && !this.evictFor(refusal, more, lease)) return { ok: false, reason: "busy", capacity };
+    lease.bytes += more;
+    this.reserved += more;
+    if (!lease.keyed) this.reservedUnkeyed += more;
+    if (!lease.arrived && more > 0) {
+      lease.arrivingBytes += more;
+      this.arriving.set(lease.sender, (this.arriving.get(lease.sender) ?? 0) + more);
+      lease.lastAt = this.now();
+    }
+    return OK;
+  }
+
+  /** Lease.markKeyed: the lease's bytes leave the unkeyed share. */
+  markKeyed(lease: BudgetLease): void {
+    if (!lease.open || lease.keyed) return;
+    lease.keyed = true;
+    this.reservedUnkeyed -= lease.bytes;
+  }
+
+  /** The lease is no eviction candidate now, and its arriving bytes leave its sender's share. */
+  leaveArriving(lease: BudgetLease): void {
+    this.arrivingLeases.delete(lease);
+    if (lease.arrivingBytes === 0) return;
+    const left = (this.arriving.get(lease.sender) ?? 0) - lease.arrivingBytes;
+    if (left > 0) this.arriving.set(lease.sender, left);
+    else this.arriving.delete(lease.sender);
+    lease.arrivingBytes = 0;
+  }
+
+  /** Lease.release: frees every byte of the lease, once. */
+  release(lease: BudgetLease): void {
+    if (!lease.open) return;
+    lease.open = false;
+    this.leaveArriving(lease);
+    lease.arrived = true;
+    this.reserved -= lease.bytes;
+    if (!lease.keyed) this.reservedUnkeyed -= lease.bytes;
+    lease.bytes = 0;
   }
 
   /**
@@ -226,16 +253,16 @@ export class InflightBudget {
    * limit that refused `more` bytes to `asking`, the longest idle first, until `refusedBy` finds
    * room or none is left. True when the bytes fit now.
    */
-  private evictFor(room: Room, more: number, asking: Arriving, refusedBy: (more: number) => Room | undefined): boolean {
+  private evictFor(room: Room, more: number, asking: BudgetLease): boolean {
     const now = this.now();
     const candidates = [...this.arrivingLeases]
-      .filter((lease) => lease !== asking && lease.bytes > 0 && stalled(lease, now) && holdsRoomIn(lease, room, asking))
+      .filter((lease) => lease !== asking && lease.arrivingBytes > 0 && stalled(lease, now) && holdsRoomIn(lease, room, asking))
       .sort((a, b) => a.lastAt - b.lastAt);
     let refusal: Room | undefined = room;
     for (const lease of candidates) {
       lease.evict();
       this.evicted++;
-      refusal = refusedBy(more);
+      refusal = this.refusedBy(asking, more);
       if (refusal === undefined) return true;
       // Room of another kind may still be wanting: candidates that hold none of it do not help it.
       if (refusal !== room && !holdsRoomIn(lease, refusal, asking)) break;

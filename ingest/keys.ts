@@ -5,7 +5,7 @@
  * leaked file or Secret does not leak keys. Writes replace the file atomically (write + rename).
  * File system errors throw.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import type { Logger } from "pino";
 import typia, { tags } from "typia";
@@ -47,7 +47,7 @@ export function parseKeysFile(text: string): WriteKeyEntry[] {
 
 /** Lower-case hex SHA-256 of a key's UTF-8 bytes. */
 export function sha256(writeKey: string): string {
-  return createHash("sha256").update(writeKey, "utf8").digest("hex");
+  return hash("sha256", writeKey, "hex");
 }
 
 /** A new random key: 32 bytes, base64url (43 characters), prefixed so it is recognisable. */

@@ -29,6 +29,22 @@ import { TokenBuckets } from "./ratelimit";
  * address that does not parse (a Unix socket, an empty string) is its own network.
  */
 export function networkOf(ip: string): string {
+  let network = recentNetworks.get(ip);
+  if (network === undefined) {
+    network = parseNetwork(ip);
+    // Bounded: a full memo starts again (forged forwarded addresses only make it parse more often).
+    if (recentNetworks.size >= RECENT_NETWORKS) recentNetworks.clear();
+    recentNetworks.set(ip, network);
+  }
+  return network;
+}
+
+/** Addresses whose network is remembered (each request of a client would parse its address again). */
+const RECENT_NETWORKS = 4_096;
+const recentNetworks = new Map<string, string>();
+
+/** networkOf, parsed. */
+function parseNetwork(ip: string): string {
   if (!ipaddr.isValid(ip)) return `raw:${ip}`;
   let address = ipaddr.parse(ip);
   if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress()) {

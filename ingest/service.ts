@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
-import { createApp } from "./app";
+import { createApp, type AppDeps } from "./app";
 import { Enricher, defaultCountryDbPath, openCountryDb } from "./enrich";
 import { CatalogCaps, SentShapes } from "./catalog";
 import { WriteKeys } from "./auth";
@@ -72,6 +72,51 @@ export function stopBoundMs(config: Pick<IngestConfig, "drainDelayMs" | "request
   return config.drainDelayMs + config.requestTimeoutMs + 2 * config.produceTimeoutMs;
 }
 
+/** What the edge takes from the service around it: the producer, the keys, the suppressions and the state. */
+export type EdgeWiring = Pick<AppDeps, "writeKeys" | "privacy" | "produce" | "producerBytesHeld" | "isReady" | "isDraining" | "metrics"> & {
+  /** The largest Kafka record the topics take (schemas/kafka/limits.ts recordLimit), bytes. */
+  maxRecordBytes: number;
+};
+
+/**
+ * The ingest app's dependencies as the service runs it, from its config and `wiring`: limits,
+ * rate and unkeyed buckets, enrichment, catalog caps. The bench builds the app with it around a
+ * producer that does nothing (test/bench/request-cost.ts). Throws when the country database cannot be read.
+ */
+export function edgeDeps(config: IngestConfig, log: Logger, wiring: EdgeWiring): AppDeps {
+  const { maxRecordBytes, ...parts } = wiring;
+  const { metrics } = parts;
+  return {
+    ...parts,
+    limits: {
+      maxRequestBytes: config.maxRequestBytes,
+      maxMessageBytes: config.maxMessageBytes,
+      maxBatchMessages: config.maxBatchMessages,
+      maxJsonDepth: config.maxJsonDepth,
+      maxRecordBytes,
+    },
+    trustedProxies: config.trustedProxies,
+    maxInflightBytes: config.maxInflightBytes,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
+    allowedHosts: hostPolicy(config.allowedHosts),
+    unkeyedGate: new UnkeyedGate(config.unkeyed),
+    corsOrigins: config.corsOrigins,
+    retryAfterSeconds: config.retryAfterSeconds,
+    rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),
+    bytesLimit: new TokenBuckets(config.rateLimitBytesPerSecond, config.rateLimitBytesBurst),
+    openapi: openapiDocument(VERSION),
+    log,
+    contextPolicy: {
+      enricher: new Enricher(openCountryDb(config.geoipDatabase ?? defaultCountryDbPath()), {
+        onUnparsed: () => metrics.agentsUnparsed.inc(),
+      }),
+      anonymizeIp: config.ipAnonymize,
+      shapes: new SentShapes(undefined, undefined, new CatalogCaps(config.catalogCaps, (cap) => metrics.catalogOverCap.inc({ cap }))),
+    },
+  };
+}
+
 /** Starts the ingest service. Throws if the producer cannot connect. */
 export async function start(config: IngestConfig, log: Logger): Promise<RunningIngest> {
   const kafka = createKafka(config.kafka);
@@ -113,41 +158,18 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const privacy = new PrivacyList();
   const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, config.kafka.clientId, privacy, log);
 
-  const app = createApp({
-    writeKeys,
-    privacy,
-    produce: (records) => accumulator.produce(records),
-    isReady: () => accepting && kafkaAnswers,
-    isDraining: () => !accepting,
-    limits: {
-      maxRequestBytes: config.maxRequestBytes,
-      maxMessageBytes: config.maxMessageBytes,
-      maxBatchMessages: config.maxBatchMessages,
-      maxJsonDepth: config.maxJsonDepth,
+  const app = createApp(
+    edgeDeps(config, log, {
+      writeKeys,
+      privacy,
+      produce: (records) => accumulator.produce(records),
+      producerBytesHeld: () => accumulator.bytesHeld,
+      isReady: () => accepting && kafkaAnswers,
+      isDraining: () => !accepting,
       maxRecordBytes: recordLimit(maxBytes),
-    },
-    trustedProxies: config.trustedProxies,
-    maxInflightBytes: config.maxInflightBytes,
-    bodyTimeoutMs: config.bodyTimeoutMs,
-    ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
-    allowedHosts: hostPolicy(config.allowedHosts),
-    unkeyedGate: new UnkeyedGate(config.unkeyed),
-    producerBytesHeld: () => accumulator.bytesHeld,
-    corsOrigins: config.corsOrigins,
-    retryAfterSeconds: config.retryAfterSeconds,
-    rateLimit: new TokenBuckets(config.rateLimitPerSecond, config.rateLimitBurst),
-    bytesLimit: new TokenBuckets(config.rateLimitBytesPerSecond, config.rateLimitBytesBurst),
-    openapi: openapiDocument(VERSION),
-    metrics,
-    log,
-    contextPolicy: {
-      enricher: new Enricher(openCountryDb(config.geoipDatabase ?? defaultCountryDbPath()), {
-        onUnparsed: () => metrics.agentsUnparsed.inc(),
-      }),
-      anonymizeIp: config.ipAnonymize,
-      shapes: new SentShapes(undefined, undefined, new CatalogCaps(config.catalogCaps, (cap) => metrics.catalogOverCap.inc({ cap }))),
-    },
-  });
+      metrics,
+    }),
+  );
   // Slow clients (headers or body trickled) are cut off by these timeouts, checked every second.
   const server = createServer(
     {

@@ -123,13 +123,13 @@ test("a body that stopped arriving is evicted (its signal aborted) when another 
   const fresh = budget.open(false, "n:fresh");
   assert.equal(fresh.grow(100).ok, true, "an idle body made room");
   assert.equal(
-    stalled.map((lease) => lease.signal.aborted),
+    stalled.map((lease) => lease.evicted),
     [true, false, false, false, false],
     "one eviction, of the body idle longest, was enough",
   );
   assert.is(budget.evicted, 1);
   assert.ok(sdk.grow(250).ok, "three more idle bodies go for 250 bytes");
-  assert.is(stalled.filter((lease) => lease.signal.aborted).length, 4, "the idle bodies, oldest first, until it fits");
+  assert.is(stalled.filter((lease) => lease.evicted).length, 4, "the idle bodies, oldest first, until it fits");
   assert.is(stalled[0]!.bytes, 0, "an evicted lease holds nothing");
   assert.equal(stalled[0]!.grow(1), { ok: false, reason: "never", capacity: 500 }, "and takes nothing more");
   assert.is(budget.heldUnkeyed, 100 + 100 + 250);
@@ -139,9 +139,9 @@ test("a body that stopped arriving is evicted (its signal aborted) when another 
   sdk.markArrived();
   fresh.markKeyed();
   assert.equal(late.grow(300), { ok: false, reason: "busy", capacity: 500 }, "nothing evictable left: 503 as before");
-  assert.is(stalled[4]!.signal.aborted, true, "the last idle body went");
-  assert.is(sdk.signal.aborted, false, "an arrived body keeps its room until its answer");
-  assert.is(fresh.signal.aborted, false, "a keyed body holds no room of the unkeyed share");
+  assert.is(stalled[4]!.evicted, true, "the last idle body went");
+  assert.is(sdk.evicted, false, "an arrived body keeps its room until its answer");
+  assert.is(fresh.evicted, false, "a keyed body holds no room of the unkeyed share");
 });
 
 test("a body that trickles (under MIN_ARRIVAL_BYTES_PER_SECOND after its first second) is evictable though never idle", () => {
@@ -163,7 +163,7 @@ test("a body that trickles (under MIN_ARRIVAL_BYTES_PER_SECOND after its first s
   }
   assert.ok((trickle.bytes * 1000) / now < MIN_ARRIVAL_BYTES_PER_SECOND);
   assert.ok(other.grow(300).ok, "past its first second, crawling, it is evicted for a body that arrives");
-  assert.is(trickle.signal.aborted, true);
+  assert.is(trickle.evicted, true);
 });
 
 test("senderCap: an eighth of the budget, room for two whole compressed bodies, never over the budget", () => {
