@@ -6,6 +6,8 @@ export const FIGURE_KEYS = [
   "batch_p99_ms",
   "single_req_per_s",
   "single_p99_ms",
+  "single_ingest_us_per_request",
+  "single_app_us_per_request",
   "queryable_p50_ms",
   "queryable_p99_ms",
   "ingest_rss_mb",

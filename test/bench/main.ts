@@ -20,6 +20,7 @@ import { corpus } from "./corpus";
 import { FIGURE_KEYS } from "./figures";
 import { enrichCost } from "./enrich-cost";
 import { encodeCost } from "./encode-cost";
+import { requestCost } from "./request-cost";
 import { cpuSnapshot, peakRssMb } from "./procstat";
 import { clickhouseCeiling, kafkaCeiling } from "./ceilings";
 import type { LoadJob, LoadResult } from "./load";
@@ -96,6 +97,11 @@ async function main(): Promise<void> {
     figures.kafkajs_encode_us_per_event = encode.encode;
     figures.kafkajs_encode_under_512_us_per_event = encode.encodeUnder512;
     figures.record_value_bytes = encode.valueBytes;
+    const app = await requestCost(
+      { url: "/v1/identify", bodies: identifyBodies, headers: auth, connections: CONNECTIONS, seconds: SECONDS, rate: 0 },
+      { WRITE_KEYS: stack.env.WRITE_KEYS!, RATE_LIMIT_PER_SECOND: "0" },
+    );
+    figures.single_app_us_per_request = app.usPerRequest;
 
     const receipt = { workspaceId: "ws-bench", receivedAt: new Date().toISOString() };
     const built = buildRecords(messages.map((m) => ({ ...m, messageId: randomUUID() })) as Message[], {}, receipt, 32 * 1024);
@@ -185,6 +191,7 @@ async function main(): Promise<void> {
     // Every 2xx of the phase must be a row (more rows is fine: autocannon drops answers in flight at its end).
     figures.rows_missing = Math.max(0, expected - landed);
     figures.batch_non2xx = batch.non2xx + batch.errors;
+    figures.ingest_cpu_us_per_event = (figures.cpu_ingest_s! * 1e6) / Math.max(1, accepted);
 
     // Half of the maximum rate, paced evenly: latency when not saturated.
     const half = await runLoad(batchJob(Math.max(1, Math.floor(batch.reqPerSec / 2))));
@@ -193,41 +200,8 @@ async function main(): Promise<void> {
     figures.half_rate_p99_ms = half.p99;
     if (half.sendLagP99 !== undefined) figures.half_rate_send_lag_p99_ms = half.sendLagP99;
 
-    // The batch phase again with one live viewer reading /live/events of the workspace: what the
-    // live view costs the ingest per event, and whether e2e moves beyond the bench's noise.
-    const viewerAdmin = `http://127.0.0.1:${stack.env.INGEST_METRICS_PORT}`;
-    const viewer = await fetch(`${viewerAdmin}/live/events?workspaceId=ws-test`, { headers: { Authorization: `Bearer ${VIEWER_TOKEN}` } });
-    if (viewer.status !== 200) throw new Error(`live view answered ${viewer.status}`);
-    let viewed = 0;
-    const viewerReader = viewer.body!.getReader();
-    const viewing = (async () => {
-      const decoder = new TextDecoder();
-      for (;;) {
-        const chunk = await viewerReader.read().catch(() => ({ done: true as const, value: undefined }));
-        if (chunk.done) return;
-        viewed += decoder.decode(chunk.value, { stream: true }).match(/^event: ?item$/gm)?.length ?? 0;
-      }
-    })();
-    const viewedBefore = viewed;
-    const viewerRowsBefore = await count();
-    const viewerCpuBefore = cpuSnapshot(pids);
-    const viewerStarted = Date.now();
-    const withViewer = await runLoad(batchJob(0));
-    const viewerElapsed = (Date.now() - viewerStarted) / 1000;
-    const viewerRowsAtEnd = await count();
-    const viewerCpuAfter = cpuSnapshot(pids);
-    await viewerReader.cancel().catch(() => undefined);
-    await viewing;
-    const viewerAccepted = (withViewer.requests - withViewer.non2xx) * BATCH;
-    figures.viewer_batch_events_per_s = viewerAccepted / SECONDS;
-    figures.viewer_e2e_events_per_s = (viewerRowsAtEnd - viewerRowsBefore) / viewerElapsed;
-    figures.viewer_items_per_s = (viewed - viewedBefore) / viewerElapsed;
-    figures.viewer_ingest_cpu_us_per_event = ((viewerCpuAfter.ingest! - viewerCpuBefore.ingest!) * 1e6) / Math.max(1, viewerAccepted);
-    figures.ingest_cpu_us_per_event = (figures.cpu_ingest_s! * 1e6) / Math.max(1, accepted);
-    figures.viewer_batch_non2xx = withViewer.non2xx + withViewer.errors;
-    await rowsLandedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
-
-    // Single identify endpoint.
+    // Single identify endpoint: its rate, and the ingest's CPU per request.
+    const singleCpuBefore = cpuSnapshot(pids);
     const single = await runLoad({
       url: `${stack.base}/v1/identify`,
       bodies: identifyBodies,
@@ -236,6 +210,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       rate: 0,
     });
+    figures.single_ingest_us_per_request = ((cpuSnapshot(pids).ingest! - singleCpuBefore.ingest!) * 1e6) / Math.max(1, single.requests);
     figures.single_req_per_s = single.reqPerSec;
     figures.single_p50_ms = single.p50;
     figures.single_p99_ms = single.p99;
@@ -277,6 +252,42 @@ async function main(): Promise<void> {
     for (const name of Object.keys(catchUpCpuAfter))
       figures[`catchup_cpu_${name}_us_per_row`] = ((catchUpCpuAfter[name]! - catchUpCpuBefore[name]!) * 1e6) / caught;
     figures.accept_rows_missing = Math.max(0, backlog - caught);
+
+    // The batch phase again with one live viewer reading /live/events of the workspace: what the
+    // live view costs the ingest per event, and whether e2e moves beyond the bench's noise. Last,
+    // after the peak RSS was read: the viewer's worker thread is not in the figure other commits
+    // are compared by (bench:compare).
+    const viewerAdmin = `http://127.0.0.1:${stack.env.INGEST_METRICS_PORT}`;
+    const viewer = await fetch(`${viewerAdmin}/live/events?workspaceId=ws-test`, { headers: { Authorization: `Bearer ${VIEWER_TOKEN}` } });
+    if (viewer.status !== 200) throw new Error(`live view answered ${viewer.status}`);
+    let viewed = 0;
+    const viewerReader = viewer.body!.getReader();
+    const viewing = (async () => {
+      const decoder = new TextDecoder();
+      for (;;) {
+        const chunk = await viewerReader.read().catch(() => ({ done: true as const, value: undefined }));
+        if (chunk.done) return;
+        viewed += decoder.decode(chunk.value, { stream: true }).match(/^event: ?item$/gm)?.length ?? 0;
+      }
+    })();
+    const viewedBefore = viewed;
+    const viewerRowsBefore = await count();
+    const viewerCpuBefore = cpuSnapshot(pids);
+    const viewerStarted = Date.now();
+    const withViewer = await runLoad(batchJob(0));
+    const viewerElapsed = (Date.now() - viewerStarted) / 1000;
+    const viewerRowsAtEnd = await count();
+    const viewerCpuAfter = cpuSnapshot(pids);
+    await viewerReader.cancel().catch(() => undefined);
+    await viewing;
+    const viewerAccepted = (withViewer.requests - withViewer.non2xx) * BATCH;
+    figures.viewer_batch_events_per_s = viewerAccepted / SECONDS;
+    figures.viewer_e2e_events_per_s = (viewerRowsAtEnd - viewerRowsBefore) / viewerElapsed;
+    figures.viewer_items_per_s = (viewed - viewedBefore) / viewerElapsed;
+    figures.viewer_ingest_cpu_us_per_event = ((viewerCpuAfter.ingest! - viewerCpuBefore.ingest!) * 1e6) / Math.max(1, viewerAccepted);
+    figures.viewer_batch_non2xx = withViewer.non2xx + withViewer.errors;
+    await rowsLandedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
+
   } finally {
     await stack.stop();
   }
@@ -300,7 +311,12 @@ function report(f: Record<string, number>): void {
       `p50 ${n(f.half_rate_p50_ms, 1)} ms, p99 ${n(f.half_rate_p99_ms, 1)} ms`,
       `the generator sent late by up to ${n(f.half_rate_send_lag_p99_ms, 1)} ms (p99)`,
     ],
-    ["Single identify endpoint", `${n(f.single_req_per_s)} req/s`, `p50 ${n(f.single_p50_ms, 1)} ms, p99 ${n(f.single_p99_ms, 1)} ms`, ""],
+    [
+      "Single identify endpoint",
+      `${n(f.single_req_per_s)} req/s`,
+      `p50 ${n(f.single_p50_ms, 1)} ms, p99 ${n(f.single_p99_ms, 1)} ms`,
+      `ingest CPU ${n(f.single_ingest_us_per_request)} µs/request; the app alone ${n(f.single_app_us_per_request)} µs`,
+    ],
     [
       "End to end into ClickHouse",
       `${n(f.e2e_events_per_s)} events/s`,
