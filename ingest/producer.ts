@@ -10,7 +10,6 @@ import type { Producer } from "kafkajs";
 import type { EventRecord } from "../schemas/envelope";
 import { chunkByBytes, recordBytes } from "../schemas/kafka/limits";
 import { sendWhole } from "../schemas/kafka/producer";
-import { withDeadline } from "../schemas/runtime/deadline";
 import type { IngestMetrics } from "./metrics";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
@@ -100,6 +99,8 @@ export class Accumulator {
   private pendingBytes = 0;
   private sendingBytes = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** The deadline of the batch pending now (expireAfter). */
+  private deadline: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
@@ -109,11 +110,13 @@ export class Accumulator {
 
   /**
    * Resolves when the broker acknowledged every record. Rejects with the send's error or
-   * ProduceTimeoutError after `timeoutMs`.
+   * ProduceTimeoutError `timeoutMs` after the first call of its batch (at most `lingerMs` before
+   * its own `timeoutMs`: one timer per batch, not one per request).
    */
   produce(records: EventRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
     const sizes = records.map(recordBytes);
+    if (this.pending.length === 0) this.deadline = this.expireAfter(this.pending);
     const acked = new Promise<void>((resolve, reject) => {
       this.pending.push({ records, sizes, settle: (error) => (error === undefined ? resolve() : reject(error)) });
     });
@@ -121,7 +124,15 @@ export class Accumulator {
     for (const size of sizes) this.pendingBytes += size;
     if (this.pendingRecords >= this.options.maxBatch || this.pendingBytes >= (this.options.maxBytes ?? Infinity)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.options.lingerMs);
-    return withDeadline(acked, this.options.timeoutMs, () => new ProduceTimeoutError(this.options.timeoutMs));
+    return acked;
+  }
+
+  /** The timer that rejects every call of `batch` not settled `timeoutMs` from now (a later settle changes nothing). */
+  private expireAfter(batch: readonly Pending[]): NodeJS.Timeout {
+    const { timeoutMs } = this.options;
+    return setTimeout(() => {
+      for (const p of batch) p.settle(new ProduceTimeoutError(timeoutMs));
+    }, timeoutMs);
   }
 
   /** Sends everything pending now, without waiting for the ack. */
@@ -130,7 +141,9 @@ export class Accumulator {
     this.timer = undefined;
     if (this.pending.length === 0) return;
     const batch = this.pending;
+    const deadline = this.deadline;
     this.pending = [];
+    this.deadline = undefined;
     this.pendingRecords = 0;
     this.sendingBytes += this.pendingBytes;
     this.pendingBytes = 0;
@@ -162,6 +175,7 @@ export class Accumulator {
       void settled.finally(() => this.inFlight.delete(settled));
       return sent;
     });
+    void Promise.allSettled(sends).then(() => clearTimeout(deadline));
     let start = 0;
     for (const p of batch) {
       const first = chunkOf[start]!;
