@@ -10,7 +10,6 @@
  * Retry-After (Segment and RudderStack answer 429 the same way).
  */
 
-
 /** The outcome of asking for tokens. */
 export type Take = { ok: true } | { ok: false; retryAfterSeconds: number };
 

@@ -38,7 +38,9 @@ export function median(values: readonly number[]): number {
 }
 
 /** Ratios new/old of each pair for each compared figure, and their median; NaN where a side lacks it. */
-export function ratios(pairs: readonly { old: Record<string, number>; new: Record<string, number> }[]): Record<string, { each: number[]; median: number }> {
+export function ratios(
+  pairs: readonly { old: Record<string, number>; new: Record<string, number> }[],
+): Record<string, { each: number[]; median: number }> {
   const out: Record<string, { each: number[]; median: number }> = {};
   for (const { key } of COMPARED) {
     const each = pairs.map((p) => (p.new[key] ?? Number.NaN) / (p.old[key] ?? Number.NaN));
@@ -78,7 +80,8 @@ async function bench(dir: string): Promise<Record<string, number>> {
   if (code !== 0 || figures === undefined) throw new Error(`the bench of ${dir} exited ${code}:\n${out}`);
   // Older benches printed the ingest's CPU per event only in their first CPU table (the batch phase).
   const perEvent = /^\| ingest \| [\d.,]+ s \| [\d.,]+% \| ([\d.,]+) µs \|$/m.exec(out)?.[1];
-  if (figures.ingest_cpu_us_per_event === undefined && perEvent !== undefined) figures.ingest_cpu_us_per_event = Number(perEvent.replaceAll(",", ""));
+  if (figures.ingest_cpu_us_per_event === undefined && perEvent !== undefined)
+    figures.ingest_cpu_us_per_event = Number(perEvent.replaceAll(",", ""));
   return figures;
 }
 
@@ -104,7 +107,9 @@ async function main(): Promise<void> {
     return `| ${key} (${better} is better) | ${r.each.map((x) => x.toFixed(2)).join(" / ")} | ${r.median.toFixed(2)}x |`;
   });
   process.stdout.write(`\n| new / ${commit} | each pair | median |\n|---|---|---|\n${rows.join("\n")}\n\n`);
-  process.stdout.write(`${JSON.stringify({ commit, pairs: pairs.length, ratios: Object.fromEntries(Object.entries(table).map(([k, v]) => [k, Number(v.median.toFixed(3))])), runs: pairs })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ commit, pairs: pairs.length, ratios: Object.fromEntries(Object.entries(table).map(([k, v]) => [k, Number(v.median.toFixed(3))])), runs: pairs })}\n`,
+  );
 }
 
 main().catch((error: unknown) => {

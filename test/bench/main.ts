@@ -287,7 +287,6 @@ async function main(): Promise<void> {
     figures.viewer_ingest_cpu_us_per_event = ((viewerCpuAfter.ingest! - viewerCpuBefore.ingest!) * 1e6) / Math.max(1, viewerAccepted);
     figures.viewer_batch_non2xx = withViewer.non2xx + withViewer.errors;
     await rowsLandedSince(viewerRowsBefore, viewerAccepted, 250, 120_000);
-
   } finally {
     await stack.stop();
   }
