@@ -243,11 +243,11 @@ export async function readJson(ctx: Koa.Context, limits: Limits, options: JsonRe
   const { charge } = options;
   // Analytics-CSharp posts its gzipped JSON with no Content-Type at all: read it as JSON.
   if (ctx.get("Content-Type") === "" && ctx.request.length !== 0) ctx.req.headers["content-type"] = "application/json";
-  const type = ctx.request.is(...JSON_TYPES);
-  if (type === null) throw noBody();
-  if (type === false) throw unsupportedMediaType();
-  const charset = bodyCharset(ctx.request.charset);
-  if (charset === undefined) throw unsupportedCharset(ctx.request.charset);
+  const media = mediaOf(ctx);
+  if (media === undefined) throw noBody();
+  if (media.type === false) throw unsupportedMediaType();
+  const charset = bodyCharset(media.charset);
+  if (charset === undefined) throw unsupportedCharset(media.charset);
   const encoding = (ctx.get("Content-Encoding") || "identity").trim().toLowerCase();
   const known = ENCODINGS.get(encoding);
   if (known === undefined) throw unsupportedEncoding(encoding);
@@ -274,6 +274,36 @@ export async function readJson(ctx: Koa.Context, limits: Limits, options: JsonRe
   // A number past ±1.8e308 parsed as Infinity: ctx.state.nonFinite tells the route to refuse its item.
   if (mayHoldHugeNumber(text) && nonFinitePath(body) !== undefined) ctx.state.nonFinite = true;
   return mayHoldLoneSurrogate(text) ? wellFormed(body) : body;
+}
+
+/** What a Content-Type header says of a body: the JSON_TYPES entry it matches (false: none), and its charset parameter ('' without one). */
+interface Media {
+  type: string | false;
+  charset: string;
+}
+
+/** Content-Type headers seen lately and what they said: most clients send one of a few, on every request. */
+const recentMedia = new Map<string, Media>();
+const RECENT_MEDIA = 64;
+
+/**
+ * The request's Media, undefined when it has no body (no Content-Length, no Transfer-Encoding:
+ * type-is's rule, which Koa's `request.is` applies). Parsed by Koa (type-is, content-type) the
+ * first time a header is seen, then remembered.
+ */
+function mediaOf(ctx: Koa.Context): Media | undefined {
+  const { headers } = ctx.req;
+  if (headers["transfer-encoding"] === undefined && Number.isNaN(Number(headers["content-length"] ?? Number.NaN))) return undefined;
+  const header = headers["content-type"] ?? "";
+  let media = recentMedia.get(header);
+  if (media === undefined) {
+    const type = ctx.request.is(...JSON_TYPES);
+    if (type === null) return undefined;
+    media = { type, charset: ctx.request.charset };
+    if (recentMedia.size >= RECENT_MEDIA) recentMedia.clear();
+    recentMedia.set(header, media);
+  }
+  return media;
 }
 
 /** JSON whitespace, then the `{` or `[` a body must start with. */

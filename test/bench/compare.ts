@@ -8,13 +8,11 @@
  * did not). Prints each run's figures, then the ratios new/old of each pair and their median.
  * 127.0.0.1 only; needs the local stack (test/bench/run.sh starts it).
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jsonLines } from "./child";
-
-const ROOT = join(__dirname, "..", "..", "..");
+import { ROOT, checkout } from "./checkout";
 
 /** The figures compared, with how each reads: higher is better, or lower is. */
 export const COMPARED: readonly { key: string; better: "higher" | "lower" }[] = [
@@ -47,23 +45,6 @@ export function ratios(
     out[key] = { each, median: median(each) };
   }
   return out;
-}
-
-/** Clones, installs and builds `commit` once under .stack/compare; its directory. Throws when a step fails. */
-function checkout(commit: string): string {
-  const sha = execFileSync("git", ["-C", ROOT, "rev-parse", "--verify", `${commit}^{commit}`], { encoding: "utf8" }).trim();
-  const dir = join(ROOT, ".stack", "compare", sha);
-  const built = join(dir, ".built");
-  if (existsSync(built)) return dir;
-  execFileSync("rm", ["-rf", dir]);
-  const run = (cmd: string, args: string[], cwd = dir) => execFileSync(cmd, args, { cwd, stdio: ["ignore", "ignore", "inherit"] });
-  process.stdout.write(`building ${sha} in ${dir}\n`);
-  run("git", ["clone", "--quiet", "--no-checkout", ROOT, dir], ROOT);
-  run("git", ["checkout", "--quiet", sha]);
-  run("npm", ["ci", "--no-audit", "--no-fund"]);
-  run("npm", ["run", "--silent", "build"]);
-  writeFileSync(built, `${sha}\n`);
-  return dir;
 }
 
 /** Runs one side's bench to its end; its figures (the last JSON line). Throws when it fails. */
