@@ -33,7 +33,7 @@ import { type Route, refusedWhole, routeTable, toRecords, withoutNonFinite, with
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
-import { readJson } from "./body";
+import { readJson } from "./json-body";
 import { answerError } from "./answer";
 import { issuesOf } from "./validate";
 import type { Limits } from "./limits";

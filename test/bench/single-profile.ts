@@ -26,7 +26,7 @@ interface AnyStack {
   stop(): Promise<void>;
 }
 
-/** The LiveStack class of a tree's build (test/support/harness.js since 2026-11-26, test/harness.js before). */
+/** The LiveStack class of a tree's build (its test/support/harness.ts since 2026-11-26, a harness.ts directly under test/ before). */
 function liveStackOf(root: string): new (env: Record<string, string>) => AnyStack {
   const path = [join(root, "dist/test/support/harness.js"), join(root, "dist/test/harness.js")].find((p) => existsSync(p));
   if (path === undefined) throw new Error(`no harness in ${root}/dist`);
