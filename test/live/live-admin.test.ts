@@ -195,8 +195,11 @@ admin("a flood read by four viewers does not hold the public API's event loop (f
   console.log(line("four viewers", watched, watchedLoop));
   console.log(`  bytes each viewer received: ${received.join(", ")}`);
   assert.ok(Math.min(...received) > 1_000_000, "the viewers were sent the flood");
-  // The aim: watching does not stall the public port. Bounds loose enough for a shared 2-core machine.
-  const bound = Math.max(3 * pct(quiet, 0.99), pct(quiet, 0.99) + 50);
+  // The aim: watching does not stall the public port (before the worker thread: p99 2,268 ms).
+  // Bounds loose enough for a shared 2-core machine: 3x the quiet figure, or 100 ms over it. The
+  // floor was 50 ms while the quiet p99 was 58-90 ms; since issue 47 it is 16-29 ms, and four
+  // viewers' writes on the main thread still add 60-70 ms of p99 on this machine (85 ms in CI).
+  const bound = Math.max(3 * pct(quiet, 0.99), pct(quiet, 0.99) + 100);
   assert.ok(pct(watched, 0.99) <= bound, `/healthz p99 with viewers ${pct(watched, 0.99).toFixed(1)} ms, bound ${bound.toFixed(1)} ms`);
   const loopBound = Math.max(3 * quietLoop.p99, quietLoop.p99 + 50);
   assert.ok(
