@@ -10,6 +10,8 @@
  *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
+// First, before anything loads kafkajs: its stand-ins (schemas/kafka/stand-ins.ts).
+import "../schemas/kafka/stand-ins";
 import pino from "pino";
 import { kafkaConfig } from "../schemas/config";
 import { privacyConfig, setupConfig } from "./setup/config";

@@ -18,7 +18,7 @@ import {
 import { jsonShape } from "./validate";
 import { parsedBytes, parsedLimit } from "./parsed-size";
 import { bodyCharset } from "./charset";
-import { mayHoldHugeNumber, mayHoldLoneSurrogate, nonFinitePath, wellFormed } from "../schemas/wellformed";
+import { mayHoldLoneSurrogate, nonFinitePath, wellFormed } from "../schemas/wellformed";
 import type { Limits } from "./limits";
 import type { Evictable } from "./budget";
 import { readBody } from "./body";
@@ -101,7 +101,7 @@ export async function readJson(ctx: Koa.Context, limits: Limits, options: JsonRe
   if (refused) throw refused;
   const body = parseTopLevel(text, limits);
   // A number past ±1.8e308 parsed as Infinity: ctx.state.nonFinite tells the route to refuse its item.
-  if (mayHoldHugeNumber(text) && nonFinitePath(body) !== undefined) ctx.state.nonFinite = true;
+  if (shape.mayOverflow && nonFinitePath(body) !== undefined) ctx.state.nonFinite = true;
   return mayHoldLoneSurrogate(text) ? wellFormed(body) : body;
 }
 

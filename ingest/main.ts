@@ -5,6 +5,8 @@
  * producer, sharing the port), replaces one that dies, and on a signal stops them all and exits
  * with the worst exit code.
  */
+// First, before anything loads kafkajs: its stand-ins (schemas/kafka/stand-ins.ts).
+import "../schemas/kafka/stand-ins";
 import cluster from "node:cluster";
 import pino, { type Logger } from "pino";
 import { ingestConfig } from "./config";

@@ -13,7 +13,21 @@ import { sendWhole } from "../schemas/kafka/producer";
 import type { IngestMetrics } from "./metrics";
 
 /** Sends records to the broker; resolves on the ack of all of them. */
-export type SendBatch = (records: EventRecord[]) => Promise<void>;
+export type SendBatch = (records: WireRecord[]) => Promise<void>;
+
+/**
+ * An EventRecord as it is sent: its value's UTF-8 bytes made once. kafkajs measures a string
+ * value twice (Buffer.byteLength) and converts it once; a Buffer's length is free and it is
+ * copied as it is (1.5-2 µs less per 900-byte record, bench:profile's batch phase, 2026-11-29).
+ */
+export type WireRecord = Omit<EventRecord, "value"> & { value: Buffer };
+
+/** The record with its value encoded (UTF-8). */
+function wire(record: EventRecord): WireRecord {
+  const sent: WireRecord = { key: record.key, value: Buffer.from(record.value, "utf8") };
+  if (record.rejected === true) sent.rejected = true;
+  return sent;
+}
 
 /**
  * The one Kafka send of the ingest: events to `topics.topic`, refused items to
@@ -81,7 +95,7 @@ export interface AccumulatorOptions {
 }
 
 interface Pending {
-  records: EventRecord[];
+  records: WireRecord[];
   /** recordBytes of each record, computed once. */
   sizes: number[];
   settle: (error?: unknown) => void;
@@ -113,8 +127,9 @@ export class Accumulator {
    * ProduceTimeoutError `timeoutMs` after the first call of its batch (at most `lingerMs` before
    * its own `timeoutMs`: one timer per batch, not one per request).
    */
-  produce(records: EventRecord[]): Promise<void> {
-    if (records.length === 0) return Promise.resolve();
+  produce(given: EventRecord[]): Promise<void> {
+    if (given.length === 0) return Promise.resolve();
+    const records = given.map(wire);
     const sizes = records.map(recordBytes);
     if (this.pending.length === 0) this.deadline = this.expireAfter(this.pending);
     const acked = new Promise<void>((resolve, reject) => {
@@ -147,7 +162,7 @@ export class Accumulator {
     this.pendingRecords = 0;
     this.sendingBytes += this.pendingBytes;
     this.pendingBytes = 0;
-    const records: EventRecord[] = [];
+    const records: WireRecord[] = [];
     const sizes: number[] = [];
     for (const p of batch) {
       for (const r of p.records) records.push(r);

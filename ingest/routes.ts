@@ -129,7 +129,7 @@ function singleSorter(type: MessageType): Route["sort"] {
 /**
  * The messages holding a number JSON.parse read as Infinity (its text past Number.MAX_VALUE:
  * `1e400`) refused as items naming it, the rest kept: stored, it would have become null. Called
- * only for a body whose text may hold one (mayHoldHugeNumber).
+ * only for a body whose text may hold one (validate.ts jsonShape's mayOverflow).
  */
 export function withoutNonFinite(sorted: Sorted): Sorted {
   const messages: Message[] = [];

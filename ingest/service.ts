@@ -17,6 +17,7 @@ import { readKeys, watchKeysFile } from "./keys";
 import { adminServer, ingestMetrics, metricsApp } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
+import { standInState } from "../schemas/kafka/stand-ins";
 import { recordLimit, topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { createKafka } from "../schemas/kafka/client";
 import { createProducer } from "../schemas/kafka/producer";
@@ -203,7 +204,10 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   metricsServer.listen(config.metricsPort, config.metricsHost);
   await once(metricsServer, "listening");
   const { address: metricsHost, port: metricsPort } = metricsServer.address() as AddressInfo;
-  log.info({ host: address.address, port: address.port, metricsHost, metricsPort, topic: config.kafka.topic }, "ingest listening");
+  log.info(
+    { host: address.address, port: address.port, metricsHost, metricsPort, topic: config.kafka.topic, kafkajs: standInState() },
+    "ingest listening",
+  );
 
   const stop = async () => {
     accepting = false;

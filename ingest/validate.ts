@@ -137,28 +137,64 @@ function bodyPath(path: string): string {
   return path.startsWith("$input.") ? path.slice("$input.".length) : path.replace(/^\$input/, "$");
 }
 
-/** What one pass over a JSON text finds: too deep, or the counts parsing it depends on. */
-export type JsonShape = { tooDeep: true } | { tooDeep: false; chars: number; containers: number; separators: number };
+/**
+ * What one pass over a JSON text finds: too deep, or the counts parsing it depends on and whether
+ * a number in it may be past ±Number.MAX_VALUE (`mayOverflow`).
+ */
+export type JsonShape = { tooDeep: true } | { tooDeep: false; chars: number; containers: number; separators: number; mayOverflow: boolean };
+
+/**
+ * Characters of a run outside strings without a bracket, comma or colon from which a number may
+ * be past ±1.8e308 with an exponent under 100: it needs 309 - 99 = 210 digits before its point.
+ */
+const OVERFLOW_RUN_CHARS = 200;
 
 /**
  * One pass over JSON text, looking only outside strings: whether arrays and objects nest deeper
  * than `maxDepth` (it stops there), else how many `{`/`[` and `,`/`:` it holds (the counts
- * ingest/parsed-size.ts estimates the parsed size from). Pure; the text need not be valid JSON.
+ * ingest/parsed-size.ts estimates the parsed size from), and `mayOverflow`: whether a number may
+ * be one JSON.parse reads as Infinity (JSON.stringify would write it as null, the value stored
+ * altered). That takes an exponent of three digits or more (an `e`/`E` outside strings followed
+ * by an optional `+` and three digits; `true` and `false` have no digits after theirs) or a run
+ * of OVERFLOW_RUN_CHARS outside strings between two of `{}[],:`. A hex messageId's `9e301`
+ * inside a string does not count. Pure; the text need not be valid JSON.
  */
 export function jsonShape(text: string, maxDepth: number): JsonShape {
   let depth = 0;
   let containers = 0;
   let separators = 0;
+  let mayOverflow = false;
+  // Where the current run outside strings and structural characters began.
+  let run = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === 0x22) i = stringEnd(text, i);
-    else if (c === 0x7b || c === 0x5b) {
+    if (c === 0x22) {
+      i = stringEnd(text, i);
+      run = i + 1;
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) {
       containers++;
       if (++depth > maxDepth) return { tooDeep: true };
     } else if (c === 0x7d || c === 0x5d) depth--;
     else if (c === 0x2c || c === 0x3a) separators++;
+    else {
+      if ((c | 0x20) === 0x65 && !mayOverflow) mayOverflow = exponentDigits(text, i + 1) >= 3;
+      continue;
+    }
+    if (i - run >= OVERFLOW_RUN_CHARS) mayOverflow = true;
+    run = i + 1;
   }
-  return { tooDeep: false, chars: text.length, containers, separators };
+  if (text.length - run >= OVERFLOW_RUN_CHARS) mayOverflow = true;
+  return { tooDeep: false, chars: text.length, containers, separators, mayOverflow };
+}
+
+/** Digits of a positive exponent starting at `at` (after its `e`, an optional `+` first), counted up to 3; a negative one is 0. */
+function exponentDigits(text: string, at: number): number {
+  let i = text.charCodeAt(at) === 0x2b ? at + 1 : at;
+  const end = i + 3;
+  while (i < end && text.charCodeAt(i) >= 0x30 && text.charCodeAt(i) <= 0x39) i++;
+  return i - (end - 3);
 }
 
 /** Whether arrays and objects in JSON text nest deeper than `max` (brackets in strings do not count). */

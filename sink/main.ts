@@ -4,6 +4,8 @@
  * is down it gives up after SINK_STOP_TIMEOUT_MS without committing (records are read again), and
  * on Kafka's disconnects after as long again; past both (and a margin) the process exits with 1.
  */
+// First, before anything loads kafkajs: its stand-ins (schemas/kafka/stand-ins.ts).
+import "../schemas/kafka/stand-ins";
 import pino from "pino";
 import { sinkConfig } from "./config";
 import { start } from "./service";

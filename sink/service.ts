@@ -15,6 +15,7 @@ import type { Logger } from "pino";
 import { quoteIdent } from "../schemas/clickhouse/sql";
 import { REJECTED_TABLE } from "../schemas/clickhouse/tables";
 import type { SinkConfig } from "./config";
+import { standInState } from "../schemas/kafka/stand-ins";
 import { topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { createProducer } from "../schemas/kafka/producer";
 import { createKafka } from "../schemas/kafka/client";
@@ -181,7 +182,10 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   server.listen(config.httpPort, config.httpHost);
   await once(server, "listening");
   const address = server.address() as AddressInfo;
-  log.info({ topic: config.kafka.topic, groupId: config.groupId, table: ch.table, port: address.port }, "sink consuming");
+  log.info(
+    { topic: config.kafka.topic, groupId: config.groupId, table: ch.table, port: address.port, kafkajs: standInState() },
+    "sink consuming",
+  );
 
   return {
     address,

@@ -1,6 +1,8 @@
 /**
  * The one Kafka client factory and the one admin helper of the project's processes and commands.
  */
+// Before kafkajs loads, when no entry point (ingest/main.ts, sink/main.ts, deploy/cli.ts) did it first.
+import "./stand-ins";
 import { Kafka, logLevel, type Admin, type AdminConfig } from "kafkajs";
 import type { KafkaConfig } from "../config";
 

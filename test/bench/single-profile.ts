@@ -5,7 +5,9 @@
  * the bench's load generator sends the single identify phase (16 connections, BENCH_SECONDS,
  * default 15, after 3 s of warm-up), and the ingest's profile is read: requests/s, the ingest's
  * CPU per request, and its top entries by self time, per function and per file. Profiles stay
- * in .stack/profiles/<side>/. 127.0.0.1 only; needs the local stack (test/bench/run.sh starts it).
+ * in .stack/profiles/<side>/. With BENCH_PROFILE_PHASE=batch the phase is the batch endpoint's
+ * instead (100 corpus messages per request, figures per event). 127.0.0.1 only; needs the local
+ * stack (test/bench/run.sh starts it).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -17,6 +19,9 @@ import { grouped, selfTimes } from "./profile-top";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const TOP = 15;
+/** "single" (the identify endpoint, one event per request) or "batch" (100 events per request). */
+const PHASE = process.env.BENCH_PROFILE_PHASE === "batch" ? "batch" : "single";
+const BATCH = 100;
 
 /** What the LiveStack of any commit's harness offers here. */
 interface AnyStack {
@@ -39,10 +44,16 @@ async function profile(side: string, root: string): Promise<void> {
   const dir = join(ROOT, ".stack", "profiles", side);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const bodies = corpus(1_000)
-    .filter((m) => m.type === "identify")
-    .slice(0, 50)
-    .map((m) => JSON.stringify({ ...m, type: undefined }));
+  const messages = corpus(1_000);
+  const bodies =
+    PHASE === "batch"
+      ? Array.from({ length: 10 }, (_, i) => JSON.stringify({ batch: messages.slice(i * BATCH, (i + 1) * BATCH) }))
+      : messages
+          .filter((m) => m.type === "identify")
+          .slice(0, 50)
+          .map((m) => JSON.stringify({ ...m, type: undefined }));
+  const perRequest = PHASE === "batch" ? BATCH : 1;
+  const unit = PHASE === "batch" ? "event" : "request";
   const LiveStack = liveStackOf(root);
   const stack = new LiveStack({
     RATE_LIMIT_PER_SECOND: "0",
@@ -55,12 +66,19 @@ async function profile(side: string, root: string): Promise<void> {
   let line: string;
   try {
     const headers = { authorization: `Basic ${Buffer.from("test-key:").toString("base64")}`, "content-type": "application/json" };
-    const job = { url: `${stack.base}/v1/identify`, bodies, headers, connections: 16, seconds: SECONDS, rate: 0 };
+    const job = {
+      url: `${stack.base}/v1/${PHASE === "batch" ? "batch" : "identify"}`,
+      bodies,
+      headers,
+      connections: 16,
+      seconds: SECONDS,
+      rate: 0,
+    };
     await runLoad({ ...job, seconds: 3 });
     const before = cpuSeconds(pid);
     const load = await runLoad(job);
-    const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, load.requests);
-    line = `${side}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.p99} ms, ingest CPU ${Math.round(micros)} µs/request, non-2xx ${load.non2xx}`;
+    const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, load.requests * perRequest);
+    line = `${side} (${PHASE}): ${Math.round(load.reqPerSec * perRequest)} ${unit}s/s, p99 ${load.p99} ms, ingest CPU ${Math.round(micros)} µs/${unit}, non-2xx ${load.non2xx}`;
   } finally {
     await stack.stop();
   }

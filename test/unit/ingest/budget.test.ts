@@ -204,14 +204,14 @@ test("the parsed-size estimate charges objects and arrays: 500 KB of {} costs ab
 });
 
 test("jsonShape skips strings, escaped quotes included, and stops past the depth", () => {
-  assert.equal(jsonShape(`{"a":"{[,:\\"{"}`, 5), { tooDeep: false, chars: 15, containers: 1, separators: 1 });
+  assert.equal(jsonShape(`{"a":"{[,:\\"{"}`, 5), { tooDeep: false, chars: 15, containers: 1, separators: 1, mayOverflow: false });
   assert.equal(
     jsonShape(`{"a\\\\":[1,2]}`, 5),
-    { tooDeep: false, chars: 13, containers: 2, separators: 2 },
+    { tooDeep: false, chars: 13, containers: 2, separators: 2, mayOverflow: false },
     "an escaped backslash ends the key",
   );
   assert.equal(jsonShape("[[[]]]", 2), { tooDeep: true });
-  assert.equal(jsonShape('{"a":"never closed', 5), { tooDeep: false, chars: 18, containers: 1, separators: 1 });
+  assert.equal(jsonShape('{"a":"never closed', 5), { tooDeep: false, chars: 18, containers: 1, separators: 1, mayOverflow: false });
 });
 
 test.run();

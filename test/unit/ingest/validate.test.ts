@@ -1,9 +1,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { jsonDepthOver, sortBatch, validateBatch, validateSingle } from "../../../ingest/validate";
+import { jsonDepthOver, jsonShape, sortBatch, validateBatch, validateSingle } from "../../../ingest/validate";
 
 const validateIdentify = (body: unknown) => validateSingle("identify", body);
 import { samples } from "../../support/samples";
+import { nonFinitePath } from "../../../schemas/wellformed";
 
 test("the spec's identify sample is valid", () => {
   const result = validateIdentify(samples.identify);
@@ -180,3 +181,32 @@ test("an anonymous visitor's message with `userId: null` beside its anonymousId 
 });
 
 test.run();
+
+/** jsonShape's mayOverflow of a text (its depth within 64). */
+const mayOverflow = (text: string): boolean => {
+  const shape = jsonShape(text, 64);
+  return !shape.tooDeep && shape.mayOverflow;
+};
+
+test("jsonShape's mayOverflow finds every number JSON.parse reads as Infinity, and not a hex messageId's digits", () => {
+  // Every form JSON has for such a number, after each character that may come before one.
+  const huge = [
+    "1e400",
+    "-1.25E+309",
+    "7e0308",
+    "9".repeat(309),
+    `-${"1".repeat(400)}.5`,
+    `1${"0".repeat(300)}e10`,
+    `${"2".repeat(250)}e60`,
+  ];
+  for (const n of huge)
+    for (const text of [`{"a":${n}}`, `{"a":[${n}]}`, `{"a":[0,${n}]}`, `{"a": ${n}}`, `{"a":\n\t${n}}`, `[${n}]`]) {
+      assert.ok(nonFinitePath(JSON.parse(text)) !== undefined, `${text.slice(0, 40)} holds a non-finite number`);
+      assert.ok(mayOverflow(text), text.slice(0, 40));
+    }
+  for (const text of ['{"a":1e30}', '{"a":1.5e-7}', '{"a":123456789012345678901}', '{"a":true,"b":false,"c":null}', '{"a":1e-400}'])
+    assert.not.ok(mayOverflow(text), text);
+  // Inside strings, keys included, where a UUID holds such digits: not a number token.
+  assert.not.ok(mayOverflow('{"messageId":"0b5e9e301c-4f1e-9e3a-af2e123","e123":"1e400"}'));
+  assert.not.ok(mayOverflow(JSON.stringify({ text: "9".repeat(5_000), list: Array(300).fill(1) })), "long strings, many short numbers");
+});
