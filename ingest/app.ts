@@ -19,7 +19,6 @@ import {
   overloaded,
   tooCostly,
   assertAuthenticated,
-  invalidBody,
   rateLimited,
   notFound,
   type ErrorBody,
@@ -29,13 +28,12 @@ import {
 } from "./errors";
 import { type HostPolicy } from "./settings";
 import { InflightBudget, senderCap, type Lease } from "./budget";
-import { type Route, refusedWhole, routeTable, toRecords, withoutNonFinite, withoutSuppressed } from "./routes";
+import { type Route, refusalOf, refusedWhole, routeTable, toRecords, withoutNonFinite, withoutSuppressed } from "./routes";
 import { type ContextPolicy, type Receipt, PLAIN_CONTEXT } from "./envelope";
 import cors from "@koa/cors";
 import { randomUUID } from "node:crypto";
 import { readJson } from "./json-body";
 import { answerError } from "./answer";
-import { issuesOf } from "./validate";
 import type { Limits } from "./limits";
 
 export type { Limits } from "./limits";
@@ -212,16 +210,12 @@ export function createApp(deps: AppDeps): Koa {
       const kept = deps.privacy ? withoutSuppressed(value, auth.workspaceId, deps.privacy, deps.metrics) : value;
       const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
       const { records, refusals, listedShapes, oversized } = toRecords(kept, receipt, limits, policy);
+      const refusal = refusalOf(sorted, value, oversized);
       // The refused items are stored (acks=all) before either answer, so none is lost silently.
       await deps.produce([...records, ...refusals]);
       policy.shapes?.markDelivered(listedShapes);
       deps.metrics.messagesRejected.inc(refusals.length);
-      if (!sorted.ok) throw invalidBody(sorted.issues);
-      // 413 or 400 only when no item was accepted: a suppressed user's valid messages are (and are not stored).
-      if (value.messages.length === oversized.length) {
-        if (oversized.length > 0) throw oversized[0]!;
-        throw invalidBody(issuesOf(value.rejected));
-      }
+      if (refusal !== undefined) throw refusal;
       if (refusals.length > 0) ctx.set(REJECTED_HEADER, String(refusals.length));
       ctx.status = 200;
       ctx.body = route.successBody;

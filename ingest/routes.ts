@@ -11,10 +11,10 @@ import { nonFinitePath } from "../schemas/wellformed";
 import { type PrivacyList, itemIds } from "../schemas/privacy/list";
 import type { Limits } from "./limits";
 import { type BatchDefaults, type ContextPolicy, type Receipt, buildRecords } from "./envelope";
-import { type HttpError, messageTooLarge, sharedFieldsTooLarge, tooManyMessages } from "./errors";
+import { type HttpError, invalidBody, messageTooLarge, sharedFieldsTooLarge, tooManyMessages } from "./errors";
 import type { IngestMetrics } from "./metrics";
 import { buildRejected } from "./rejected";
-import { sortBatch, validateSingle, type RejectedItem, type Validation, type ValidationIssue } from "./validate";
+import { issuesOf, sortBatch, validateSingle, type RejectedItem, type Validation, type ValidationIssue } from "./validate";
 
 /** The route prefixes: the spec's (Dittofeed) and Segment's. */
 export const PREFIXES = ["/api/public/apps", "/v1"] as const;
@@ -197,4 +197,18 @@ export function toRecords(
   const refusals = buildRejected(refused, receipt, limits.maxMessageBytes, policy.anonymizeIp, limits.maxRecordBytes);
   const oversized = built.oversized.map((o) => messageTooLarge(o.index, o.bytes, o.limit, o.over));
   return { records: built.records, refusals, listedShapes: built.listedShapes, oversized };
+}
+
+/**
+ * The refusal a request is answered with once its records and refused items are stored, or
+ * undefined (200): a body refused whole, 400 naming each bad field of it; no item accepted, the
+ * first oversized message's 413, else 400 naming every refused item's fields. A suppressed user's
+ * valid messages count as accepted (they are not stored). Decided before the wait for Kafka, so
+ * that the parsed body is not held while the broker acknowledges (held, it outlived the young
+ * generation's collections under load and grew the old space).
+ */
+export function refusalOf(sorted: Validation<Sorted>, value: Sorted, oversized: readonly HttpError[]): HttpError | undefined {
+  if (!sorted.ok) return invalidBody(sorted.issues);
+  if (value.messages.length > oversized.length) return undefined;
+  return oversized[0] ?? invalidBody(issuesOf(value.rejected));
 }

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { runLoad } from "./child";
 import { ROOT, checkout } from "./checkout";
 import { corpus } from "./corpus";
-import { cpuSeconds } from "./procstat";
+import { cpuSeconds, peakRssMb } from "./procstat";
 import { grouped, selfTimes } from "./profile-top";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -78,7 +78,7 @@ async function profile(side: string, root: string): Promise<void> {
     const before = cpuSeconds(pid);
     const load = await runLoad(job);
     const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, load.requests * perRequest);
-    line = `${side} (${PHASE}): ${Math.round(load.reqPerSec * perRequest)} ${unit}s/s, p99 ${load.p99} ms, ingest CPU ${Math.round(micros)} µs/${unit}, non-2xx ${load.non2xx}`;
+    line = `${side} (${PHASE}): ${Math.round(load.reqPerSec * perRequest)} ${unit}s/s, p99 ${load.p99} ms, ingest CPU ${Math.round(micros)} µs/${unit}, non-2xx ${load.non2xx}, ingest peak RSS ${Math.round(peakRssMb(pid))} MB (under the profiler)`;
   } finally {
     await stack.stop();
   }
@@ -97,8 +97,8 @@ async function profile(side: string, root: string): Promise<void> {
 
 async function main(): Promise<void> {
   const commit = process.argv[2];
-  if (commit === undefined) throw new Error("usage: npm run bench:profile -- <commit>");
-  await profile(`old-${commit}`, checkout(commit));
+  if (commit === undefined) throw new Error("usage: npm run bench:profile -- <commit> (-: this tree alone)");
+  if (commit !== "-") await profile(`old-${commit}`, checkout(commit));
   await profile("new", ROOT);
 }
 
