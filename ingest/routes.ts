@@ -204,8 +204,8 @@ export function toRecords(
  * undefined (200): a body refused whole, 400 naming each bad field of it; no item accepted, the
  * first oversized message's 413, else 400 naming every refused item's fields. A suppressed user's
  * valid messages count as accepted (they are not stored). Decided before the wait for Kafka, so
- * that the parsed body is not held while the broker acknowledges (held, it outlived the young
- * generation's collections under load and grew the old space).
+ * that nothing after it refers to the parsed body, which may then be collected while the broker
+ * acknowledges.
  */
 export function refusalOf(sorted: Validation<Sorted>, value: Sorted, oversized: readonly HttpError[]): HttpError | undefined {
   if (!sorted.ok) return invalidBody(sorted.issues);
