@@ -114,27 +114,30 @@ function standIn(file: string, user: string, exports: unknown): boolean {
   return true;
 }
 
-/** Installs both stand-ins, once per process, and starts loading the WebAssembly module. */
+/**
+ * The WebAssembly CRC-32C, loaded once per process whether or not kafkajs takes it (crc32c uses
+ * it as soon as it is ready). Resolves to false when it cannot be used: no WebAssembly (a runtime
+ * started with --jitless), or a wrong check value (RFC 3720 §B.4: "123456789" -> E3069283).
+ */
+export const crc32cReady: Promise<boolean> = createCRC32(CASTAGNOLI).then(
+  (ready) => {
+    ready.init();
+    ready.update("123456789");
+    if (ready.digest("hex") !== "e3069283") return false;
+    hasher = ready;
+    return true;
+  },
+  () => false,
+);
+
+/** Installs both stand-ins, once per process. */
 function install(): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's package.json
   if ((require("kafkajs/package.json") as { version: string }).version !== KAFKAJS_VERSION) return;
   if (standIn(KAFKAJS_FILES.grouping, KAFKAJS_FILES.sendMessages, groupByPartition)) state.grouping = "linear";
   if (!standIn(KAFKAJS_FILES.crc32c, KAFKAJS_FILES.recordBatch, crc32c)) return;
   state.crc32c = "pending";
-  createCRC32(CASTAGNOLI).then(
-    (ready) => {
-      // The check value of CRC-32C (RFC 3720 §B.4: "123456789" -> E3069283), else the loop stays.
-      ready.init();
-      ready.update("123456789");
-      if (ready.digest("hex") !== "e3069283") return void (state.crc32c = "kafkajs");
-      hasher = ready;
-      state.crc32c = "wasm";
-    },
-    // No WebAssembly (a runtime started with --jitless): kafkajs's loop stays, as correct.
-    () => {
-      state.crc32c = "kafkajs";
-    },
-  );
+  void crc32cReady.then((usable) => (state.crc32c = usable ? "wasm" : "kafkajs"));
 }
 
 install();
