@@ -1,9 +1,9 @@
 /**
- * Two files of kafkajs 2.2.4 (its last release) replaced in Node's module cache by code that gives
+ * Four files of kafkajs 2.2.4 (its last release) replaced in Node's module cache by code that gives
  * the same answers at a fraction of the cost, on the path of every record our producers send.
- * kafkajs has no setting for either; both files are required the first time a producer talks to
- * a broker (not when kafkajs loads), so this module puts its stand-ins under their file names
- * before then. Imported for its effect by schemas/kafka/client.ts, through which every process's
+ * kafkajs has no setting for any of them; the checksum and the Produce request are required the
+ * first time a producer talks to a broker, the grouping and the framing when kafkajs loads, so this
+ * module puts its stand-ins under their file names before then. Imported for its effect by schemas/kafka/client.ts, through which every process's
  * client is made. With another kafkajs version, or once the files are loaded, it changes nothing
  * (`standInState` says so, and the ingest logs it at start).
  *
@@ -21,12 +21,16 @@
  *   about n²/2p copies: 1.7-2.2 µs per event when the producer sends the records of concurrent
  *   requests together (kafkajs#1576, open since 2023, measured it on 20,000 records at 600x).
  *   The stand-in appends: the same partitions, the same records in the same order.
+ * - The Produce request (versions 3-7 share v3's file) and the frame of every request: written
+ *   once into a buffer of the exact size (produce-encoding.ts), where kafkajs copies each record
+ *   value eight times into new zero-filled buffers grown by doubling.
  *
  * A wrong checksum cannot pass unseen: the broker refuses the batch (CORRUPT_MESSAGE), and every
  * integration test produces through both stand-ins; the unit tests compare each with kafkajs's own.
  */
 import Module from "node:module";
 import { createCRC32, type IHasher } from "hash-wasm";
+import { frameRequest, produceRequest } from "./produce-encoding";
 
 /** The kafkajs release whose files these stand in for. */
 export const KAFKAJS_VERSION = "2.2.4";
@@ -38,6 +42,9 @@ export const KAFKAJS_FILES = {
   recordBatch: "kafkajs/src/protocol/recordBatch/v0/index.js",
   grouping: "kafkajs/src/producer/groupMessagesPerPartition.js",
   sendMessages: "kafkajs/src/producer/sendMessages.js",
+  produceRequest: "kafkajs/src/protocol/requests/produce/v3/request.js",
+  framing: "kafkajs/src/protocol/request.js",
+  connection: "kafkajs/src/network/connection.js",
 } as const;
 
 /** The Castagnoli polynomial, reversed (as CRC-32C tables use it; RFC 3720 §B.4). */
@@ -57,8 +64,12 @@ let hasher: IHasher | undefined;
 export interface StandInState {
   crc32c: "wasm" | "pending" | "kafkajs";
   grouping: "linear" | "kafkajs";
+  /** Produce requests (versions 3-7) written into one buffer (produce-encoding.ts), or by kafkajs's encoders. */
+  produce: "one-buffer" | "kafkajs";
+  /** Every request's frame made with one copy of its body (produce-encoding.ts frameRequest), or kafkajs's two. */
+  framing: "one-copy" | "kafkajs";
 }
-const state: StandInState = { crc32c: "kafkajs", grouping: "kafkajs" };
+const state: StandInState = { crc32c: "kafkajs", grouping: "kafkajs", produce: "kafkajs", framing: "kafkajs" };
 
 /** A copy of StandInState (for the startup log and the tests). */
 export function standInState(): StandInState {
@@ -130,14 +141,35 @@ export const crc32cReady: Promise<boolean> = createCRC32(CASTAGNOLI).then(
   () => false,
 );
 
-/** Installs both stand-ins, once per process. */
+/**
+ * Puts the one-buffer Produce request in place of kafkajs's v3 file (versions 4-7 require it),
+ * unless that file has loaded. kafkajs's own factory is loaded first, for the requests the stand-in
+ * leaves to it (produce-encoding.ts produceRequest).
+ */
+function standInProduce(): boolean {
+  const path = require.resolve(KAFKAJS_FILES.produceRequest);
+  if (require.cache[path] !== undefined) return false;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's file, kept for what the stand-in does not take
+  const kafkajs = require(path) as Parameters<typeof produceRequest>[0];
+  delete require.cache[path];
+  produceStandIn = produceRequest(kafkajs, crc32c);
+  return standIn(KAFKAJS_FILES.produceRequest, KAFKAJS_FILES.produceRequest, produceStandIn);
+}
+
+/** The Produce request factory put in kafkajs's place, once installed (for the tests). */
+export let produceStandIn: ReturnType<typeof produceRequest> | undefined;
+
+/** Installs the stand-ins, once per process. */
 function install(): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- kafkajs's package.json
   if ((require("kafkajs/package.json") as { version: string }).version !== KAFKAJS_VERSION) return;
   if (standIn(KAFKAJS_FILES.grouping, KAFKAJS_FILES.sendMessages, groupByPartition)) state.grouping = "linear";
-  if (!standIn(KAFKAJS_FILES.crc32c, KAFKAJS_FILES.recordBatch, crc32c)) return;
-  state.crc32c = "pending";
-  void crc32cReady.then((usable) => (state.crc32c = usable ? "wasm" : "kafkajs"));
+  if (standIn(KAFKAJS_FILES.framing, KAFKAJS_FILES.connection, frameRequest)) state.framing = "one-copy";
+  if (standIn(KAFKAJS_FILES.crc32c, KAFKAJS_FILES.recordBatch, crc32c)) {
+    state.crc32c = "pending";
+    void crc32cReady.then((usable) => (state.crc32c = usable ? "wasm" : "kafkajs"));
+  }
+  if (standInProduce()) state.produce = "one-buffer";
 }
 
 install();

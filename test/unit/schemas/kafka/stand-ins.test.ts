@@ -1,8 +1,9 @@
 /**
  * kafkajs's stand-ins (schemas/kafka/stand-ins.ts): the CRC-32C hash-wasm computes is kafkajs's,
  * on every length and on views into a larger buffer; the linear grouping is kafkajs's; and in a
- * fresh process, each entry point installs both before anything it imports loads kafkajs, and
- * kafkajs's record batch then carries our checksum. (Here, in one process with every unit test,
+ * fresh process, each entry point installs all four (with the one-buffer Produce request and
+ * framing of produce-encoding.ts) before anything it imports loads kafkajs, and kafkajs's record
+ * batch then carries our checksum. (Here, in one process with every unit test,
  * another test file may have loaded kafkajs first: what is installed is checked in children.)
  */
 import { execFileSync } from "node:child_process";
@@ -64,6 +65,9 @@ function installedBy(entry: string): { state: unknown; ours: boolean[]; crcOk: b
     const s = require(${JSON.stringify(join(dist, "schemas/kafka/stand-ins.js"))});
     const ours = [[s.KAFKAJS_FILES.crc32c, s.crc32c], [s.KAFKAJS_FILES.grouping, s.groupByPartition]]
       .map(([file, fn]) => require.cache[require.resolve(file)]?.exports === fn);
+    const encoding = require(${JSON.stringify(join(dist, "schemas/kafka/produce-encoding.js"))});
+    ours.push(require(s.KAFKAJS_FILES.framing) === encoding.frameRequest);
+    ours.push(require(s.KAFKAJS_FILES.produceRequest) === s.produceStandIn);
     const record = require("kafkajs/src/protocol/recordBatch/record/v0/index.js");
     const { RecordBatch } = require(s.KAFKAJS_FILES.recordBatch);
     const loop = require(s.KAFKAJS_FILES.crc32cLoop);
@@ -79,15 +83,23 @@ function installedBy(entry: string): { state: unknown; ours: boolean[]; crcOk: b
   >;
 }
 
-test("each entry point installs both before anything it imports loads kafkajs; kafkajs's record batch carries our CRC", () => {
+test("each entry point installs all four before anything it imports loads kafkajs; kafkajs's record batch carries our CRC", () => {
   for (const entry of ["ingest/main.js", "sink/main.js", "deploy/cli.js", "schemas/kafka/client.js"])
-    assert.equal(installedBy(entry), { state: { crc32c: "wasm", grouping: "linear" }, ours: [true, true], crcOk: true }, entry);
+    assert.equal(
+      installedBy(entry),
+      {
+        state: { crc32c: "wasm", grouping: "linear", produce: "one-buffer", framing: "one-copy" },
+        ours: [true, true, true, true],
+        crcOk: true,
+      },
+      entry,
+    );
 });
 
-test("loaded after kafkajs, the grouping stays kafkajs's (loaded with it) and says so; the CRC, loaded at the first produce, is still ours", () => {
+test("loaded after kafkajs, the grouping and the framing stay kafkajs's (loaded with it) and say so; the CRC and the Produce request, loaded at the first produce, are still ours", () => {
   const found = installedBy("../node_modules/kafkajs/index.js");
-  assert.equal(found.ours, [true, false]);
-  assert.equal(found.state, { crc32c: "wasm", grouping: "kafkajs" });
+  assert.equal(found.ours, [true, false, false, true]);
+  assert.equal(found.state, { crc32c: "wasm", grouping: "kafkajs", produce: "one-buffer", framing: "kafkajs" });
   assert.ok(found.crcOk);
 });
 
