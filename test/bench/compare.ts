@@ -93,7 +93,9 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`bench:compare failed: ${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
-});
+// Run as a script only: bench:rss imports `median` from here.
+if (require.main === module)
+  main().catch((error: unknown) => {
+    process.stderr.write(`bench:compare failed: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  });

@@ -94,3 +94,25 @@ export function corpus(n: number, seed = 20261122): Record<string, unknown>[] {
   }
   return messages;
 }
+
+/**
+ * The bodies the benches send, from `messages`: 10 batch bodies of 100 messages each, and 50
+ * single identify bodies (the type left to the endpoint, as analytics.js sends them).
+ */
+export function benchBodies(messages: Record<string, unknown>[]): { batch: string[]; identify: string[] } {
+  return {
+    batch: Array.from({ length: 10 }, (_, i) => JSON.stringify({ batch: messages.slice(i * 100, (i + 1) * 100) })),
+    identify: messages
+      .filter((m) => m.type === "identify")
+      .slice(0, 50)
+      .map((m) => JSON.stringify({ ...m, type: undefined })),
+  };
+}
+
+/** The stack settings of the benches that start their own ingests: no rate limit, warn logs, a 10 s produce deadline, a sink session that outlasts a pause. */
+export const LOAD_STACK_ENV: Readonly<Record<string, string>> = {
+  RATE_LIMIT_PER_SECOND: "0",
+  LOG_LEVEL: "warn",
+  PRODUCE_TIMEOUT_MS: "10000",
+  SINK_SESSION_TIMEOUT_MS: "30000",
+};

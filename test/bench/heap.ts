@@ -13,7 +13,7 @@
  * per run. Asserts no speed.
  */
 import { LiveStack, basic, freePort, stopService } from "../support/harness";
-import { corpus } from "./corpus";
+import { LOAD_STACK_ENV, benchBodies, corpus } from "./corpus";
 import { cpuSeconds, peakRssMb } from "./procstat";
 import { runLoad } from "./child";
 
@@ -87,15 +87,9 @@ const fixed = (value: number, digits = 0) => Number(value.toFixed(digits));
 
 async function main(): Promise<void> {
   const settings = process.env.HEAP_SETTINGS ? (JSON.parse(process.env.HEAP_SETTINGS) as Record<string, string[]>) : DEFAULT_SETTINGS;
-  const messages = corpus(1_000);
-  const bodies = Array.from({ length: 10 }, (_, i) => JSON.stringify({ batch: messages.slice(i * BATCH, (i + 1) * BATCH) }));
+  const bodies = benchBodies(corpus(1_000)).batch;
   const headers = { authorization: basic("test-key"), "content-type": "application/json" };
-  const stack = new LiveStack({
-    RATE_LIMIT_PER_SECOND: "0",
-    LOG_LEVEL: "warn",
-    PRODUCE_TIMEOUT_MS: "10000",
-    SINK_SESSION_TIMEOUT_MS: "30000",
-  });
+  const stack = new LiveStack({ ...LOAD_STACK_ENV });
   await stack.start();
   const sinkPid = stack.sink!.child.pid!;
   // The ingest the stack started is replaced by one per run; the sink waits paused meanwhile.

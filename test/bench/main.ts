@@ -16,7 +16,7 @@ import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
 import { decodeRow } from "../../sink/decode";
 import { basic, freePort, LiveStack } from "../support/harness";
-import { corpus } from "./corpus";
+import { benchBodies, corpus } from "./corpus";
 import { FIGURE_KEYS } from "./figures";
 import { enrichCost } from "./enrich-cost";
 import { encodeCost } from "./encode-cost";
@@ -42,11 +42,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 
 async function main(): Promise<void> {
   const messages = corpus(1_000);
-  const batchBodies = Array.from({ length: 10 }, (_, i) => JSON.stringify({ batch: messages.slice(i * BATCH, (i + 1) * BATCH) }));
-  const identifyBodies = messages
-    .filter((m) => m.type === "identify")
-    .slice(0, 50)
-    .map((m) => JSON.stringify({ ...m, type: undefined }));
+  const { batch: batchBodies, identify: identifyBodies } = benchBodies(messages);
   const bytes = messages.map((m) => JSON.stringify(m).length);
   process.stdout.write(
     `corpus: ${messages.length} messages, ${Math.min(...bytes)}-${Math.max(...bytes)} bytes each (mean ${Math.round(bytes.reduce((a, b) => a + b, 0) / bytes.length)})\n`,
