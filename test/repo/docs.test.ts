@@ -1,7 +1,8 @@
 /**
  * The docs stay true to the tree: every repository path named in README.md, docs/*.md and the
- * comments of the source exists (CHANGELOG.md is history and may name what has since moved), every
- * relative link resolves, and docs/DESIGN.md's path of one event names each source file under the
+ * comments of the source exists (CHANGELOG.md is history and may name what has since moved); read
+ * as Markdown (test/support/markdown.ts: markdown-it, GitHub's slugs), every code fence is closed
+ * and every relative link and anchor resolves; and docs/DESIGN.md's path of one event names each source file under the
  * folder it lives in, and nothing that is not there.
  */
 import { execFileSync } from "node:child_process";
@@ -9,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { headingAnchors, linkTargets, unclosedFences } from "../support/markdown";
 import { ROOT } from "../support/paths";
 
 const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" }).split("\n").filter(Boolean);
@@ -41,14 +43,59 @@ test("every path README.md, docs/*.md and the source comments name exists", () =
   assert.equal(missing, [], missing.join("\n"));
 });
 
-test("every relative link of README.md and docs/*.md resolves", () => {
+/** The Markdown documents the checks read: README, CHANGELOG and docs/. */
+const documents = tracked.filter((f) => f === "README.md" || f === "CHANGELOG.md" || /^docs\/.*\.md$/.test(f));
+
+test("unclosedFences finds the fence the README of 2026-11-28 left open (text after its closing backticks), and passes a closed one", () => {
+  const old = readFileSync(join(ROOT, "test/fixtures/docs/README-broken-fence.md"), "utf8");
+  const found = unclosedFences(old);
+  assert.is(found.length, 1, found.join("\n"));
+  assert.match(found[0]!, /^line 92: /);
+  assert.equal(unclosedFences("text\n\n```sh\nnpm test\n```\n\n~~~~\ncode\n~~~~~\n"), []);
+  assert.equal(unclosedFences("```sh\nnpm test\n"), [
+    "line 1: the fence opened here (```) is not closed before line 2 (a closing fence has nothing after it)",
+  ]);
+});
+
+test("every code fence of README.md, CHANGELOG.md and docs/*.md is closed", () => {
+  const problems = documents.flatMap((file) => unclosedFences(readFileSync(join(ROOT, file), "utf8")).map((p) => `${file}: ${p}`));
+  assert.equal(problems, [], problems.join("\n"));
+});
+
+/** Links of `file` (parsed as Markdown) whose relative target or anchor does not resolve. */
+function brokenLinks(file: string, anchorsOf: (file: string) => Set<string>): string[] {
   const broken: string[] = [];
-  for (const file of tracked.filter((f) => f === "README.md" || f === "CHANGELOG.md" || /^docs\/.*\.md$/.test(f))) {
-    for (const [, target] of readFileSync(join(ROOT, file), "utf8").matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
-      if (/^[a-z]+:/.test(target!)) continue;
-      if (!existsSync(join(ROOT, normalize(join(dirname(file), target!))))) broken.push(`${file}: ${target}`);
-    }
+  for (const target of linkTargets(readFileSync(join(ROOT, file), "utf8"))) {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+    const [path = "", anchor] = target.split("#", 2);
+    const resolved = path === "" ? file : normalize(join(dirname(file), decodeURIComponent(path)));
+    if (!existsSync(join(ROOT, resolved))) broken.push(`${file}: ${target} (no ${resolved})`);
+    else if (anchor !== undefined && resolved.endsWith(".md") && !anchorsOf(resolved).has(decodeURIComponent(anchor)))
+      broken.push(`${file}: ${target} (no heading gives #${anchor} in ${resolved})`);
   }
+  return broken;
+}
+
+test("brokenLinks finds a missing file and a missing anchor (the check can fail)", () => {
+  const anchorsOf = (file: string) => headingAnchors(readFileSync(join(ROOT, file), "utf8"));
+  assert.equal(headingAnchors("# Top\n\n## The `npm start` step\n\n## Top\n").has("the-npm-start-step"), true);
+  assert.equal([...headingAnchors("# Top\n\n## Top\n")], ["top", "top-1"]);
+  assert.equal(linkTargets("[a](docs/API.md#nowhere) and [b](docs/NOPE.md) and [c](https://example.com/x)"), [
+    "docs/API.md#nowhere",
+    "docs/NOPE.md",
+    "https://example.com/x",
+  ]);
+  const broken = brokenLinks("test/fixtures/docs/README-broken-fence.md", anchorsOf);
+  assert.ok(broken.length > 0, "the fixture's relative links do not resolve from test/fixtures/docs/");
+});
+
+test("every relative link and anchor of README.md, CHANGELOG.md and docs/*.md resolves", () => {
+  const cache = new Map<string, Set<string>>();
+  const anchorsOf = (file: string) => {
+    if (!cache.has(file)) cache.set(file, headingAnchors(readFileSync(join(ROOT, file), "utf8")));
+    return cache.get(file)!;
+  };
+  const broken = documents.flatMap((file) => brokenLinks(file, anchorsOf));
   assert.equal(broken, [], broken.join("\n"));
 });
 
