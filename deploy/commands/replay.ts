@@ -8,7 +8,7 @@
  * already replayed, or emptied by retention) is done from the start. Re-sends stay under each
  * target topic's max.message.bytes. Throws if Kafka is unreachable.
  */
-import { type Kafka, type Admin } from "kafkajs";
+import { type Kafka, type Admin, type KafkaMessage, type Producer } from "kafkajs";
 import { type KafkaConfig } from "../../schemas/config";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
 import { DLQ_HEADERS } from "../../schemas/envelope";
@@ -94,17 +94,7 @@ async function replayRanges(
                 finishIfDone(batch.partition, BigInt(batch.messages[0]?.offset ?? "0"));
                 return;
               }
-              // Each dead letter goes back to the topic it came from (events or rejected items).
-              const byTopic = new Map<string, { key: Buffer | null; value: Buffer | null }[]>();
-              for (const m of messages) {
-                const topic = replayTopic(m.headers?.[DLQ_HEADERS.source]?.toString(), config);
-                byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key: m.key, value: m.value }]);
-              }
-              // In sends under each topic's limit, as the sink's DLQ sends: a whole fetch (up to 1 MiB a
-              // partition) is refused MESSAGE_TOO_LARGE by a topic of a smaller max.message.bytes.
-              for (const [topic, list] of byTopic)
-                for (const chunk of chunkByBytes(list, await limitOf(topic), recordBytes))
-                  await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages: chunk }] }, REPLAY_SEND_DEADLINE_MS);
+              await resend(producer, messages, config, limitOf);
               replayed += messages.length;
               const last = messages[messages.length - 1]!.offset;
               resolveOffset(last);
@@ -123,6 +113,30 @@ async function replayRanges(
     await producer.disconnect();
   }
   return replayed;
+}
+
+/**
+ * Sends dead letters back to the topic each came from (replayTopic: events or rejected items),
+ * acks=all, in sends under each topic's limit (`limitOf`), as the sink's DLQ sends: a whole fetch
+ * (up to 1 MiB a partition) is refused MESSAGE_TOO_LARGE by a topic of a smaller
+ * max.message.bytes. Throws what sendWhole throws (the run stops, nothing committed).
+ */
+async function resend(
+  producer: Producer,
+  letters: KafkaMessage[],
+  config: KafkaConfig,
+  limitOf: (topic: string) => Promise<number>,
+): Promise<void> {
+  const byTopic = new Map<string, { key: Buffer | null; value: Buffer | null }[]>();
+  for (const m of letters) {
+    const topic = replayTopic(m.headers?.[DLQ_HEADERS.source]?.toString(), config);
+    const list = byTopic.get(topic) ?? [];
+    list.push({ key: m.key, value: m.value });
+    byTopic.set(topic, list);
+  }
+  for (const [topic, list] of byTopic)
+    for (const chunk of chunkByBytes(list, await limitOf(topic), recordBytes))
+      await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages: chunk }] }, REPLAY_SEND_DEADLINE_MS);
 }
 
 /**

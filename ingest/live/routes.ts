@@ -55,22 +55,7 @@ export interface LiveDeps {
 /** The routes above, on a router for the admin app. */
 export function liveRouter(deps: LiveDeps): Router {
   const router = new Router();
-  let viewers = 0;
-  let recentCalls = 0;
-  const token = deps.adminToken === undefined ? undefined : digest(deps.adminToken);
-
-  const authorized = (ctx: Koa.Context): boolean => {
-    const given = /^Bearer (.+)$/.exec(ctx.get("Authorization"))?.[1];
-    if (token !== undefined && given !== undefined && timingSafeEqual(digest(given), token)) return true;
-    ctx.status = 401;
-    ctx.set("WWW-Authenticate", 'Bearer realm="live"');
-    ctx.body = {
-      error: "unauthorized",
-      message: token === undefined ? "the live view is off: set ADMIN_TOKEN" : "send Authorization: Bearer <ADMIN_TOKEN>",
-    };
-    return false;
-  };
-
+  const authorized = authorizer(deps.adminToken);
   router.get("/live", (ctx) => {
     ctx.type = "text/html; charset=utf-8";
     ctx.set(
@@ -85,13 +70,38 @@ export function liveRouter(deps: LiveDeps): Router {
     ctx.set("Cache-Control", "no-store");
     ctx.body = PAGE_SCRIPT;
   });
-
   router.get("/live/workspaces", (ctx) => {
     if (!authorized(ctx)) return;
     ctx.body = { workspaces: [...new Set(deps.workspaces())].sort() };
   });
+  router.get("/live/recent", recentRoute(deps, authorized));
+  router.get("/live/events", eventsRoute(deps, authorized));
+  return router;
+}
 
-  router.get("/live/recent", async (ctx) => {
+/**
+ * Whether a request carries `Bearer <adminToken>` (compared as SHA-256 digests in constant time);
+ * if not, answers 401 with WWW-Authenticate. An unset token refuses every request.
+ */
+function authorizer(adminToken: string | undefined): (ctx: Koa.Context) => boolean {
+  const token = adminToken === undefined ? undefined : digest(adminToken);
+  return (ctx) => {
+    const given = /^Bearer (.+)$/.exec(ctx.get("Authorization"))?.[1];
+    if (token !== undefined && given !== undefined && timingSafeEqual(digest(given), token)) return true;
+    ctx.status = 401;
+    ctx.set("WWW-Authenticate", 'Bearer realm="live"');
+    ctx.body = {
+      error: "unauthorized",
+      message: token === undefined ? "the live view is off: set ADMIN_TOKEN" : "send Authorization: Bearer <ADMIN_TOKEN>",
+    };
+    return false;
+  };
+}
+
+/** GET /live/recent: the worker's recent items of a workspace, at most `maxRecent` calls at once (503 past it). */
+function recentRoute(deps: LiveDeps, authorized: (ctx: Koa.Context) => boolean): (ctx: Koa.Context) => Promise<void> {
+  let recentCalls = 0;
+  return async (ctx) => {
     if (!authorized(ctx)) return;
     const filter = filterOf(ctx);
     if (filter === undefined) return;
@@ -116,9 +126,17 @@ export function liveRouter(deps: LiveDeps): Router {
     } finally {
       recentCalls--;
     }
-  });
+  };
+}
 
-  router.get("/live/events", async (ctx) => {
+/**
+ * GET /live/events: a workspace's items as server-sent events, at most `maxViewers` streams at
+ * once (503 past it); a viewer holding more than VIEWER_BUFFER_BYTES unsent is skipped and told
+ * how many it missed.
+ */
+function eventsRoute(deps: LiveDeps, authorized: (ctx: Koa.Context) => boolean): (ctx: Koa.Context) => Promise<void> {
+  let viewers = 0;
+  return async (ctx) => {
     if (!authorized(ctx)) return;
     const filter = filterOf(ctx);
     if (filter === undefined) return;
@@ -174,8 +192,7 @@ export function liveRouter(deps: LiveDeps): Router {
     };
     unsubscribe = deps.tail.watch(filter, STREAM_BACKLOG, { frames, end: () => ctx.res.end() });
     session.once("disconnected", end);
-  });
-  return router;
+  };
 }
 
 /** The filter of a request; answers 400 and returns undefined without a workspaceId. */

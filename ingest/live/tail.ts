@@ -8,7 +8,7 @@
  * copied out of kafkajs's fetch buffers, so the recent buffer's bound is what it holds.
  */
 import { randomUUID } from "node:crypto";
-import type { Kafka } from "kafkajs";
+import type { Consumer, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { withAdmin } from "../../schemas/kafka/client";
 import { AppliedOffsets, reconnectOnCrash } from "../../schemas/kafka/reconnect";
@@ -46,21 +46,9 @@ export interface RunningTail {
  * the group is not joined within JOIN_WAIT_MS (nothing is left running).
  */
 export async function runTail(options: LiveTailOptions, onRecord: RecordListener): Promise<RunningTail> {
-  const { kafka, topics, backfill, log } = options;
+  const { kafka, topics, log } = options;
   const kinds = Object.entries(topics) as [LiveKind, string][];
-  const offsets = await withAdmin(kafka, async (admin) =>
-    Promise.all(kinds.map(async ([kind, topic]) => ({ kind, topic, partitions: await admin.fetchTopicOffsets(topic) }))),
-  );
-  // Where each partition starts (BACKFILL records back), and the end the backfill reads to.
-  const pending = new Map<string, bigint>();
-  const seeks: { topic: string; partition: number; offset: string }[] = [];
-  for (const { topic, partitions } of offsets) {
-    for (const { partition, low, high } of partitions) {
-      const start = BigInt(high) - BigInt(backfill) > BigInt(low) ? BigInt(high) - BigInt(backfill) : BigInt(low);
-      seeks.push({ topic, partition, offset: start.toString() });
-      if (BigInt(high) > start) pending.set(`${topic}/${partition}`, BigInt(high) - 1n);
-    }
-  }
+  const { seeks, pending } = await backfillPlan(kafka, kinds, options.backfill);
   let caughtUp: () => void = () => undefined;
   const backfilled = new Promise<void>((resolve) => {
     caughtUp = resolve;
@@ -107,21 +95,7 @@ export async function runTail(options: LiveTailOptions, onRecord: RecordListener
     joined();
   });
   const stopKeeper = reconnectOnCrash(consumer, begin, { minMs: 500, maxMs: 5_000 }, log, "live tail").stop;
-  await consumer.connect();
-  try {
-    await begin();
-  } catch (error) {
-    stopKeeper();
-    await consumer.disconnect().catch(() => undefined);
-    throw error;
-  }
-  await withDeadline(firstJoin, JOIN_WAIT_MS, () => new Error(`the live tail did not join its group within ${JOIN_WAIT_MS} ms`)).catch(
-    async (error: unknown) => {
-      stopKeeper();
-      await consumer.disconnect().catch(() => undefined);
-      throw error;
-    },
-  );
+  await joinOrStop(consumer, begin, firstJoin, stopKeeper);
   await withDeadline(backfilled, options.backfillWaitMs, () => new Error("backfill")).catch(() =>
     log.warn({ partitions: pending.size }, "live tail: backfill not read within its wait; serving what was read"),
   );
@@ -132,4 +106,54 @@ export async function runTail(options: LiveTailOptions, onRecord: RecordListener
       await consumer.disconnect();
     },
   };
+}
+
+/** A partition's starting offset for the tail's consumer. */
+interface Seek {
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
+/**
+ * Where each partition of the topics starts (`backfill` records before its end, or its low
+ * watermark) and, for each partition with records there, the last offset the backfill reads
+ * (`topic/partition` -> offset). Throws what kafkajs's admin throws.
+ */
+async function backfillPlan(
+  kafka: Kafka,
+  kinds: [LiveKind, string][],
+  backfill: number,
+): Promise<{ seeks: Seek[]; pending: Map<string, bigint> }> {
+  const offsets = await withAdmin(kafka, async (admin) =>
+    Promise.all(kinds.map(async ([kind, topic]) => ({ kind, topic, partitions: await admin.fetchTopicOffsets(topic) }))),
+  );
+  const pending = new Map<string, bigint>();
+  const seeks: Seek[] = [];
+  for (const { topic, partitions } of offsets) {
+    for (const { partition, low, high } of partitions) {
+      const start = BigInt(high) - BigInt(backfill) > BigInt(low) ? BigInt(high) - BigInt(backfill) : BigInt(low);
+      seeks.push({ topic, partition, offset: start.toString() });
+      if (BigInt(high) > start) pending.set(`${topic}/${partition}`, BigInt(high) - 1n);
+    }
+  }
+  return { seeks, pending };
+}
+
+/**
+ * Connects the consumer, runs it (`begin`) and waits for its first group join, JOIN_WAIT_MS at
+ * most. On any failure nothing is left running: the reconnect keeper is stopped, the consumer
+ * disconnected, and the error thrown.
+ */
+async function joinOrStop(consumer: Consumer, begin: () => Promise<void>, firstJoin: Promise<void>, stopKeeper: () => void): Promise<void> {
+  const stop = async (error: unknown): Promise<never> => {
+    stopKeeper();
+    await consumer.disconnect().catch(() => undefined);
+    throw error;
+  };
+  await consumer.connect();
+  await begin().catch(stop);
+  await withDeadline(firstJoin, JOIN_WAIT_MS, () => new Error(`the live tail did not join its group within ${JOIN_WAIT_MS} ms`)).catch(
+    stop,
+  );
 }
