@@ -4,24 +4,25 @@
  * probe keeps /readyz honest about whether Kafka answers.
  */
 import { once } from "node:events";
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
+import type Koa from "koa";
+import type { Admin, Kafka, Producer } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
 import { createApp, type AppDeps } from "./app";
 import { Enricher, defaultCountryDbPath, openCountryDb } from "./enrich";
 import { CatalogCaps, SentShapes } from "./catalog";
 import { WriteKeys } from "./auth";
-import { readKeys, watchKeysFile } from "./keys";
-import { adminServer, ingestMetrics, metricsApp } from "./metrics";
+import { readKeys, watchKeysFile, type WriteKeyEntry } from "./keys";
+import { adminServer, ingestMetrics, metricsApp, type IngestMetrics } from "./metrics";
 import { openapiDocument } from "./openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { standInState } from "../schemas/kafka/stand-ins";
 import { recordLimit, topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { createKafka } from "../schemas/kafka/client";
 import { createProducer } from "../schemas/kafka/producer";
-import { settledWithin, withDeadline } from "../schemas/runtime/deadline";
+import { withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { TokenBuckets } from "./ratelimit";
@@ -29,6 +30,7 @@ import { UnkeyedGate } from "./networks";
 import { hostPolicy } from "./settings";
 import { liveRouter } from "./live/routes";
 import { LiveThread } from "./live/thread";
+import { stopIngest } from "./stop";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported
 const VERSION: string = (require("../../package.json") as { version: string }).version;
@@ -125,19 +127,74 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const admin = kafka.admin({ retry: { retries: 0 } });
   await producer.connect();
   await admin.connect();
-
-  let kafkaAnswers = true;
+  const probe = kafkaProbe(admin, config.kafka.topic);
+  const metrics = ingestMetrics();
+  const { accumulator, maxBytes } = await accumulatorFor(kafka, producer, config, metrics);
+  const keys = followKeys(config, log);
+  // Users deleted or suppressed: read whole before the port opens, then followed.
+  const privacy = new PrivacyList();
+  const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, config.kafka.clientId, privacy, log);
   let accepting = true;
+  const app = createApp(
+    edgeDeps(config, log, {
+      writeKeys: keys.writeKeys,
+      privacy,
+      produce: (records) => accumulator.produce(records),
+      producerBytesHeld: () => accumulator.bytesHeld,
+      isReady: () => accepting && probe.answers(),
+      isDraining: () => !accepting,
+      maxRecordBytes: recordLimit(maxBytes),
+      metrics,
+    }),
+  );
+  const server = await listenPublic(config, app);
+  const tail = new LiveThread({
+    kafka: config.kafka,
+    topics: { accepted: config.kafka.topic, refused: config.kafka.rejectedTopic },
+    logLevel: config.logLevel,
+    ...LIVE_TAIL,
+    log,
+  });
+  const metricsServer = await listenAdmin(config, metrics, tail, keys.keysOf, log);
+  const address = server.address() as AddressInfo;
+  const { address: metricsHost, port: metricsPort } = metricsServer.address() as AddressInfo;
+  log.info(
+    { host: address.address, port: address.port, metricsHost, metricsPort, topic: config.kafka.topic, kafkajs: standInState() },
+    "ingest listening",
+  );
+  const parts = { server, metricsServer, accumulator, tail, probe, unwatchKeys: keys.unwatch };
+  const stop = () =>
+    stopIngest(config, log, parts, {
+      startDraining: () => (accepting = false),
+      disconnect: () => Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]),
+    });
+  return { address, stop };
+}
+
+/** A readiness probe: whether Kafka answered the topic's metadata within PROBE_INTERVAL_MS, asked every PROBE_INTERVAL_MS. */
+function kafkaProbe(admin: Admin, topic: string): { answers: () => boolean; stop: () => void } {
+  let kafkaAnswers = true;
   const probe = setInterval(() => {
-    withDeadline(admin.fetchTopicMetadata({ topics: [config.kafka.topic] }), PROBE_INTERVAL_MS, () => new Error("no answer")).then(
+    withDeadline(admin.fetchTopicMetadata({ topics: [topic] }), PROBE_INTERVAL_MS, () => new Error("no answer")).then(
       () => (kafkaAnswers = true),
       () => (kafkaAnswers = false),
     );
   }, PROBE_INTERVAL_MS);
+  return { answers: () => kafkaAnswers, stop: () => clearInterval(probe) };
+}
 
-  const metrics = ingestMetrics();
+/**
+ * The producer's accumulator (ingest/producer.ts), whose sends never pass the smaller of the
+ * events and rejected topics' limits (a bigger send is refused whole), and that limit, bytes.
+ * Throws if Kafka does not answer the topics' configs.
+ */
+async function accumulatorFor(
+  kafka: Kafka,
+  producer: Producer,
+  config: IngestConfig,
+  metrics: IngestMetrics,
+): Promise<{ accumulator: Accumulator; maxBytes: number }> {
   const { topic, rejectedTopic } = config.kafka;
-  // One send never passes the smaller of both topics' limits (a bigger one is refused whole).
   const maxBytes = Math.min(
     await topicMaxMessageBytes(kafka, topic, config.kafka.maxMessageBytes),
     await topicMaxMessageBytes(kafka, rejectedTopic, config.kafka.maxMessageBytes),
@@ -148,30 +205,20 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     maxBytes,
     timeoutMs: config.produceTimeoutMs,
   });
+  return { accumulator, maxBytes };
+}
 
-  // Keys from WRITE_KEYS and the keys file, which is re-read when it changes (ingest/keys.ts).
+/** The write keys of WRITE_KEYS and the keys file, which is read again when it changes (ingest/keys.ts). */
+function followKeys(config: IngestConfig, log: Logger): { writeKeys: WriteKeys; keysOf: () => WriteKeyEntry[]; unwatch: () => void } {
   const keysOf = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
   const writeKeys = new WriteKeys(keysOf());
   if (writeKeys.size === 0) log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE): every request will get 401");
-  const unwatchKeys = config.writeKeysFile ? watchKeysFile(config.writeKeysFile, () => writeKeys.replace(keysOf()), log) : () => {};
+  const unwatch = config.writeKeysFile ? watchKeysFile(config.writeKeysFile, () => writeKeys.replace(keysOf()), log) : () => {};
+  return { writeKeys, keysOf, unwatch };
+}
 
-  // Users deleted or suppressed: read whole before the port opens, then followed.
-  const privacy = new PrivacyList();
-  const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, config.kafka.clientId, privacy, log);
-
-  const app = createApp(
-    edgeDeps(config, log, {
-      writeKeys,
-      privacy,
-      produce: (records) => accumulator.produce(records),
-      producerBytesHeld: () => accumulator.bytesHeld,
-      isReady: () => accepting && kafkaAnswers,
-      isDraining: () => !accepting,
-      maxRecordBytes: recordLimit(maxBytes),
-      metrics,
-    }),
-  );
-  // Slow clients (headers or body trickled) are cut off by these timeouts, checked every second.
+/** The public server of `app`, listening; slow clients (headers or body trickled) are cut off by its timeouts, checked every second. */
+async function listenPublic(config: IngestConfig, app: Koa): Promise<Server> {
   const server = createServer(
     {
       headersTimeout: config.headersTimeoutMs,
@@ -183,14 +230,17 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   );
   server.listen(config.port, config.host);
   await once(server, "listening");
-  const address = server.address() as AddressInfo;
-  const tail = new LiveThread({
-    kafka: config.kafka,
-    topics: { accepted: topic, refused: rejectedTopic },
-    logLevel: config.logLevel,
-    ...LIVE_TAIL,
-    log,
-  });
+  return server;
+}
+
+/** The admin server (metrics and the live view of `tail`), listening on INGEST_METRICS_PORT. */
+async function listenAdmin(
+  config: IngestConfig,
+  metrics: IngestMetrics,
+  tail: LiveThread,
+  keysOf: () => WriteKeyEntry[],
+  log: Logger,
+): Promise<Server> {
   const live = liveRouter({
     tail,
     ...(config.adminToken === undefined ? {} : { adminToken: config.adminToken }),
@@ -203,48 +253,5 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const metricsServer = adminServer(metricsApp(metrics, live), config.metricsMaxConnections);
   metricsServer.listen(config.metricsPort, config.metricsHost);
   await once(metricsServer, "listening");
-  const { address: metricsHost, port: metricsPort } = metricsServer.address() as AddressInfo;
-  log.info(
-    { host: address.address, port: address.port, metricsHost, metricsPort, topic: config.kafka.topic, kafkajs: standInState() },
-    "ingest listening",
-  );
-
-  const stop = async () => {
-    accepting = false;
-    await sleep(config.drainDelayMs);
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    // Each busy connection ends after its answer (Connection: close, set while draining). One
-    // still open past the longest a request may take (to arrive, then Kafka's ack) is cut: its
-    // request was never acknowledged, so its client sends it again.
-    const cut = setTimeout(() => {
-      server.getConnections((_, count) => log.warn({ connections: count }, "connections still open at stop: closed"));
-      server.closeAllConnections();
-    }, config.requestTimeoutMs + config.produceTimeoutMs);
-    await closed;
-    clearTimeout(cut);
-    clearInterval(probe);
-    unwatchKeys();
-    metricsServer.closeAllConnections(); // live streams never end by themselves
-    const metricsClosed = new Promise<void>((resolve) => metricsServer.close(() => resolve()));
-    // Every request is answered by now: what is still unsent or unacknowledged was acknowledged to
-    // no client (answered 503, or cut). With a Kafka that does not answer, a send under way waits
-    // for kafkajs's request timeout (30 s) and a consumer's disconnect for its fetch, so the last
-    // sends and the disconnects get PRODUCE_TIMEOUT_MS together, then are left.
-    const kafkaDone = (async () => {
-      await accumulator.drain();
-      await tail.stop();
-      await Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]);
-    })();
-    const inTime = await settledWithin(kafkaDone, config.produceTimeoutMs);
-    await metricsClosed;
-    if (inTime) await kafkaDone;
-    else
-      log.warn(
-        { waitedMs: config.produceTimeoutMs, bytesHeld: accumulator.bytesHeld },
-        "Kafka did not answer at the stop: its unacknowledged records and the clients' disconnects are left",
-      );
-    log.info("ingest stopped");
-  };
-  return { address, stop };
+  return metricsServer;
 }

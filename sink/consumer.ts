@@ -70,41 +70,90 @@ export interface RunningLoop {
 
 /** Subscribes and runs the loop until stopped. */
 export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
-  const { consumer, topic, log, metrics } = deps;
-  const batches = new PartitionBatches<Row>({ maxRecords: deps.batchRecords, maxBytes: deps.batchBytes, maxWaitMs: deps.batchWaitMs });
-  const abort = new AbortController();
-  let heartbeat: () => Promise<void> = async () => {};
-  let stopping = false;
-  let inBatch: Promise<void> = Promise.resolve();
-  const health: LoopHealth = { joined: false, writeFailing: false };
-
-  const flusher = new Flusher<Row>({
-    topic,
-    // Past SINK_STOP_TIMEOUT_MS the stop's abort ends the insert under way, not only the retries.
-    insert: (rows) => deps.insert(rows, abort.signal),
-    ...(deps.chunk ? { chunk: deps.chunk } : {}),
-    probe: () => deps.probe(abort.signal),
-    sendDeadLetters: deps.sendDeadLetters,
-    // None starts once the stop gave up; one under way then may or may not land (kafkajs resolves
-    // it when the consumer disconnects): counted as failed, its records may be read again.
-    commit: async (offsets: CommitOffset[]) => {
-      if (abort.signal.aborted) throw new Error("the stop gave up: not committed");
-      await consumer.commitOffsets(offsets);
-      if (abort.signal.aborted) throw new Error("the stop gave up during the commit: it may not have landed");
+  const { consumer, topic, log } = deps;
+  const loop = new Loop(deps);
+  consumer.on(consumer.events.GROUP_JOIN, () => loop.joined());
+  consumer.on(consumer.events.CRASH, ({ payload }) => loop.crashed(payload.restart));
+  const begin = async () => {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run(loop.runConfig());
+  };
+  const keeper = reconnectOnCrash(consumer, begin, { minMs: deps.retryMinMs, maxMs: deps.retryMaxMs }, log, `consumer of ${topic}`);
+  const timer = setInterval(() => loop.flushIfDue(), Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))));
+  await begin();
+  return {
+    health: loop.health,
+    stop: async (abortAfterMs) => {
+      keeper.stop();
+      clearInterval(timer);
+      await loop.stop(abortAfterMs);
     },
-    retry: (what, fn) =>
-      retry(fn, {
-        minMs: deps.retryMinMs,
-        maxMs: deps.retryMaxMs,
-        signal: abort.signal,
-        onRetry: async (error, attempt, waitMs) => {
-          health.writeFailing = true;
-          metrics.writeFailing.set({ topic }, 1);
-          log.warn({ err: error, attempt, waitMs, topic }, `${what} failed; retrying`);
-          await heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
-        },
-      }),
-  });
+  };
+}
+
+/** Where a record goes (one decision, here): a row to insert, a dead letter and why, or dropped (a deleted or suppressed user's). */
+export type RecordFate<Row> = { to: "row"; row: Row } | { to: "dlq"; reason: string } | { to: "drop" };
+
+/** The fate of a decoded record value (sink/decode.ts), with `drops` the privacy list's question (absent: none dropped). */
+export function fateOf<Row>(decoded: DecodeResult<Row>, drops?: (row: Row) => boolean): RecordFate<Row> {
+  if (!decoded.ok) return { to: "dlq", reason: decoded.reason };
+  if (drops?.(decoded.row)) return { to: "drop" };
+  return { to: "row", row: decoded.row };
+}
+
+/**
+ * The loop's steps over one consumer: each fetched batch's records decoded and sorted by fate into
+ * per-partition batches; a full or due batch flushed (sink/flush.ts: insert, DLQ, commit) with
+ * its metrics, one flush at a time; and the stop.
+ */
+class Loop<Row> {
+  readonly health: LoopHealth = { joined: false, writeFailing: false };
+  private readonly batches: PartitionBatches<Row>;
+  private readonly abort = new AbortController();
+  private readonly flusher: Flusher<Row>;
+  private heartbeat: () => Promise<void> = async () => {};
+  private stopping = false;
+  private inBatch: Promise<void> = Promise.resolve();
+  /** The flushes, one after the other (one insert at a time, in order). */
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: LoopDeps<Row>) {
+    this.batches = new PartitionBatches<Row>({ maxRecords: deps.batchRecords, maxBytes: deps.batchBytes, maxWaitMs: deps.batchWaitMs });
+    this.flusher = this.flusherOf();
+  }
+
+  /** The flusher: inserts and probes end with the stop's abort, commits start only before it, retries heartbeat. */
+  private flusherOf(): Flusher<Row> {
+    const { deps, abort, health } = this;
+    const { topic, metrics, log } = deps;
+    return new Flusher<Row>({
+      topic,
+      // Past SINK_STOP_TIMEOUT_MS the stop's abort ends the insert under way, not only the retries.
+      insert: (rows) => deps.insert(rows, abort.signal),
+      ...(deps.chunk ? { chunk: deps.chunk } : {}),
+      probe: () => deps.probe(abort.signal),
+      sendDeadLetters: deps.sendDeadLetters,
+      // None starts once the stop gave up; one under way then may or may not land (kafkajs resolves
+      // it when the consumer disconnects): counted as failed, its records may be read again.
+      commit: async (offsets: CommitOffset[]) => {
+        if (abort.signal.aborted) throw new Error("the stop gave up: not committed");
+        await deps.consumer.commitOffsets(offsets);
+        if (abort.signal.aborted) throw new Error("the stop gave up during the commit: it may not have landed");
+      },
+      retry: (what, fn) =>
+        retry(fn, {
+          minMs: deps.retryMinMs,
+          maxMs: deps.retryMaxMs,
+          signal: abort.signal,
+          onRetry: async (error, attempt, waitMs) => {
+            health.writeFailing = true;
+            metrics.writeFailing.set({ topic }, 1);
+            log.warn({ err: error, attempt, waitMs, topic }, `${what} failed; retrying`);
+            await this.heartbeat().catch(() => {}); // a long retry must not get us thrown out of the group
+          },
+        }),
+    });
+  }
 
   /**
    * Heartbeats every `heartbeatMs` until `work` settles: without it a flush longer than the
@@ -112,23 +161,26 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
    * dead-lettered again after the rejoin, for ever. A failed heartbeat (a rebalance under way, the
    * member already gone) is logged; the flush goes on and its commit tells whether it still owned them.
    */
-  const beating = async <T>(work: () => Promise<T>): Promise<T> => {
+  private async beating<T>(work: () => Promise<T>): Promise<T> {
     const timer = setInterval(() => {
-      heartbeat().catch((error: unknown) => log.warn({ err: error, topic }, "heartbeat during a flush failed"));
-    }, deps.heartbeatMs ?? 3_000);
+      this.heartbeat().catch((error: unknown) =>
+        this.deps.log.warn({ err: error, topic: this.deps.topic }, "heartbeat during a flush failed"),
+      );
+    }, this.deps.heartbeatMs ?? 3_000);
     try {
       return await work();
     } finally {
       clearInterval(timer);
     }
-  };
+  }
 
   /** One flush, with its metrics and logs. */
-  const write = async (open: PartitionBatch<Row>[]) => {
+  private async write(open: PartitionBatch<Row>[]): Promise<void> {
+    const { topic, metrics, log } = this.deps;
     const timer = metrics.batchWriteSeconds.startTimer({ topic });
-    const result = await beating(() => flusher.write(open));
+    const result = await this.beating(() => this.flusher.write(open));
     timer();
-    health.writeFailing = false;
+    this.health.writeFailing = false;
     metrics.writeFailing.set({ topic }, 0);
     metrics.lastInsertAt.set(topic, Date.now());
     metrics.batchRows.observe({ topic }, result.inserted);
@@ -142,103 +194,103 @@ export async function runLoop<Row>(deps: LoopDeps<Row>): Promise<RunningLoop> {
     // A lost commit only means the rows are read again and collapse under FINAL.
     if (!result.committed) log.warn({ offsets: result.offsets }, "commit failed; records will be replayed");
     log.debug({ rows: result.inserted, offsets: result.offsets }, "flushed");
-  };
+  }
 
-  /** Flushes what is held, after any flush already under way (one insert at a time, in order). */
-  let chain: Promise<void> = Promise.resolve();
-  const flush = (): Promise<void> => {
-    const next = chain.then(async () => {
-      const open = batches.takeAll();
-      if (open.length > 0) await write(open);
+  /** Flushes what is held, after any flush already under way. */
+  flush(): Promise<void> {
+    const next = this.chain.then(async () => {
+      const open = this.batches.takeAll();
+      if (open.length > 0) await this.write(open);
     });
-    chain = next.catch((error: unknown) => {
-      if (!abort.signal.aborted) log.error({ err: error }, "flush failed");
+    this.chain = next.catch((error: unknown) => {
+      if (!this.abort.signal.aborted) this.deps.log.error({ err: error }, "flush failed");
     });
     return next;
-  };
+  }
 
-  const eachBatch = async ({ batch, resolveOffset, heartbeat: beat, isRunning, isStale }: EachBatchPayload) => {
-    heartbeat = beat;
+  /** The timer's check: a flush when the oldest record held has waited `batchWaitMs`. */
+  flushIfDue(): void {
+    if (this.batches.due(Date.now())) void this.flush().catch(() => {});
+  }
+
+  /** Adds a fetched record to its partition's batch by its fate; whether the batch is now full. */
+  private add(
+    fate: RecordFate<Row>,
+    message: { offset: string; key: Buffer | null; value: Buffer | null; timestamp: string },
+    partition: number,
+    now: number,
+  ): boolean {
+    const { offset, key, value } = message;
+    if (fate.to === "dlq") return this.batches.addDeadLetter({ partition, offset, key, value, reason: fate.reason, step: "decode" }, now);
+    if (fate.to === "drop") {
+      this.deps.metrics.rowsSuppressed.inc({ topic: this.deps.topic });
+      return this.batches.addSkipped(partition, offset, now);
+    }
+    return this.batches.addRow({ row: fate.row, partition, offset, key, value, timestamp: Number(message.timestamp) }, now);
+  }
+
+  /** kafkajs's eachBatch: every record of the fetch added; a full batch resolved up to it and flushed before the next (backpressure). */
+  private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    this.heartbeat = heartbeat;
     const { partition } = batch;
     let now = Date.now();
     let unresolved: string | undefined;
     for (const message of batch.messages) {
-      if (stopping || !isRunning() || isStale() || flusher.isAbandoned) break;
-      const decoded = deps.decode(message.value);
-      const { offset, key, value } = message;
-      const timestamp = Number(message.timestamp);
-      let full: boolean;
-      if (!decoded.ok) full = batches.addDeadLetter({ partition, offset, key, value, reason: decoded.reason, step: "decode" }, now);
-      else if (deps.drops?.(decoded.row)) {
-        metrics.rowsSuppressed.inc({ topic });
-        full = batches.addSkipped(partition, offset, now);
-      } else full = batches.addRow({ row: decoded.row, partition, offset, key, value, timestamp }, now);
-      unresolved = offset;
+      if (this.stopping || !isRunning() || isStale() || this.flusher.isAbandoned) break;
+      const full = this.add(fateOf(this.deps.decode(message.value), this.deps.drops), message, partition, now);
+      unresolved = message.offset;
       if (full) {
         // Resolving lets the fetch move on (once per step: kafkajs parses each offset it is given);
         // the commit still waits for the insert.
-        resolveOffset(offset);
+        resolveOffset(message.offset);
         unresolved = undefined;
-        await flush(); // backpressure while ClickHouse is slow or down
+        await this.flush(); // backpressure while ClickHouse is slow or down
         now = Date.now();
       }
     }
     if (unresolved !== undefined) resolveOffset(unresolved);
-    await beat();
-  };
+    await heartbeat();
+  }
 
-  consumer.on(consumer.events.GROUP_JOIN, () => {
-    // After a rebalance kafkajs fetches again from the committed offsets: drop what is unwritten.
-    batches.clear();
-    health.joined = true;
-  });
-  const runConfig: ConsumerRunConfig = {
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    eachBatch: (payload) => {
-      const run = eachBatch(payload);
-      inBatch = run.catch(() => {});
-      return run;
-    },
-  };
-  const begin = async () => {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run(runConfig);
-  };
+  /** The consumer's run settings: offsets resolved and committed by the loop alone. */
+  runConfig(): ConsumerRunConfig {
+    return {
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: (payload) => {
+        const run = this.eachBatch(payload);
+        this.inBatch = run.catch(() => {});
+        return run;
+      },
+    };
+  }
 
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    health.joined = false;
-    // Run again after a crash kafkajs will not restart, the consumer reads from the last commit.
-    if (!payload.restart && !stopping) batches.clear();
-  });
-  const keeper = reconnectOnCrash(consumer, begin, { minMs: deps.retryMinMs, maxMs: deps.retryMaxMs }, log, `consumer of ${topic}`);
+  /** A join: after a rebalance kafkajs fetches again from the committed offsets, so what is unwritten is dropped. */
+  joined(): void {
+    this.batches.clear();
+    this.health.joined = true;
+  }
 
-  const timer = setInterval(
-    () => {
-      if (batches.due(Date.now())) void flush().catch(() => {});
-    },
-    Math.max(10, Math.min(250, Math.floor(deps.batchWaitMs / 4))),
-  );
+  /** A crash: run again after one kafkajs will not restart, the consumer reads from the last commit. */
+  crashed(restart: boolean): void {
+    this.health.joined = false;
+    if (!restart && !this.stopping) this.batches.clear();
+  }
 
-  await begin();
-
-  return {
-    health,
-    stop: async (abortAfterMs) => {
-      stopping = true;
-      keeper.stop();
-      clearInterval(timer);
-      const giveUp = setTimeout(() => abort.abort(), abortAfterMs);
-      consumer.pause([{ topic }]);
-      const flushed = (async () => {
-        await inBatch;
-        await flush().catch(() => {}); // after an abandoned flush this commits nothing
-      })();
-      // The abort ends an insert under way, not a commit or a DLQ send to a Kafka that does not
-      // answer: the wait ends with it, and what is not committed is read again.
-      await settledWithin(flushed, abortAfterMs);
-      clearTimeout(giveUp);
-      await consumer.disconnect();
-    },
-  };
+  /** RunningLoop.stop, once the reconnect keeper and the flush timer are stopped. */
+  async stop(abortAfterMs: number): Promise<void> {
+    this.stopping = true;
+    const { consumer, topic } = this.deps;
+    const giveUp = setTimeout(() => this.abort.abort(), abortAfterMs);
+    consumer.pause([{ topic }]);
+    const flushed = (async () => {
+      await this.inBatch;
+      await this.flush().catch(() => {}); // after an abandoned flush this commits nothing
+    })();
+    // The abort ends an insert under way, not a commit or a DLQ send to a Kafka that does not
+    // answer: the wait ends with it, and what is not committed is read again.
+    await settledWithin(flushed, abortAfterMs);
+    clearTimeout(giveUp);
+    await consumer.disconnect();
+  }
 }

@@ -9,7 +9,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import Router from "@koa/router";
-import type { Admin } from "kafkajs";
+import type { Consumer } from "kafkajs";
 import Koa from "koa";
 import type { Logger } from "pino";
 import { quoteIdent } from "../schemas/clickhouse/sql";
@@ -23,27 +23,20 @@ import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy/
 import { followSuppressions } from "../schemas/privacy/follower";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
 import type { DeadLetter } from "./batch";
-import { runLoop, type LoopHealth } from "./consumer";
+import { runLoop, type LoopHealth, type RunningLoop } from "./consumer";
 import { settledWithin } from "../schemas/runtime/deadline";
 import { withCrashHook } from "./crash";
 import { decode, decodeRejected } from "./decode";
 import { sendDeadLetters } from "./dlq";
 import { checkSinkRights } from "./grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
+import type { ClickHouseClient } from "@clickhouse/client";
 import { clientSql, createClickHouse, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
 import { startMaintenance } from "./maintenance";
 import { eventLineMonth, partitionChunks } from "./partitions";
 import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
 import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns, serverInsertSettings } from "./writer";
-import { readClickHouseCopies, readKafkaCopies } from "./redundancy";
-
-/** How often /readyz's view of ClickHouse is refreshed, ms. */
-const PROBE_INTERVAL_MS = 2_000;
-/** How often the copies of the topics and of ClickHouse's tables are read (sink/redundancy.ts), ms: Prometheus's scrape interval. */
-const COPIES_INTERVAL_MS = 15_000;
-
-/** How often the age of the oldest dead letter is read (also at start and after each DLQ send), ms. */
-const DLQ_AGE_INTERVAL_MS = 60_000;
+import { startMonitors } from "./monitors";
 
 /** A running sink. */
 export interface RunningSink {
@@ -72,25 +65,12 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     });
   // Events and refused items are separate topics with separate groups: one never waits for the other.
   const groups = { [config.kafka.topic]: config.groupId, [config.kafka.rejectedTopic]: `${config.groupId}-rejected` };
-  const eventsConsumer = consumerOf(groups[config.kafka.topic]!);
-  const rejectedConsumer = consumerOf(groups[config.kafka.rejectedTopic]!);
+  const consumers = { events: consumerOf(groups[config.kafka.topic]!), rejected: consumerOf(groups[config.kafka.rejectedTopic]!) };
   // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka/producer.ts says why).
   const dlqProducer = createProducer(kafka);
   const admin = kafka.admin({ retry: { retries: 0 } });
-
-  await client.ping();
-  await checkSinkRights(client, ch); // names every right the user lacks, rather than retrying inserts for ever
-  for (const [table, columns] of [
-    [ch.table, EVENT_ROW_COLUMNS],
-    [REJECTED_TABLE, REJECTED_ROW_COLUMNS],
-  ] as const) {
-    const missing = await missingColumns(client, ch.database, table, columns);
-    if (missing.length > 0)
-      throw new Error(`${ch.database}.${table} lacks column(s) ${missing.join(", ")}: run npm run setup (the migration) first`);
-  }
-  const maxPartitions = await serverPartitionsPerInsert(clientSql(client));
-  const insertSettings = await serverInsertSettings(clientSql(client));
-  await Promise.all([eventsConsumer.connect(), rejectedConsumer.connect(), dlqProducer.connect(), admin.connect()]);
+  const server = await checkClickHouse(client, ch);
+  await Promise.all([consumers.events.connect(), consumers.rejected.connect(), dlqProducer.connect(), admin.connect()]);
   // Users deleted or suppressed: read whole before the first fetch, then followed.
   const privacy = new PrivacyList();
   const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, `${config.kafka.clientId}-sink`, privacy, log);
@@ -105,94 +85,26 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
     (at) => (at === undefined ? metrics.dlqOldestAt.delete(dlq.topic) : metrics.dlqOldestAt.set(dlq.topic, at)),
     (error) => log.debug({ err: error }, "dlq age not read"),
   );
-  const common = {
-    batchRecords: config.batchRecords,
-    batchBytes: config.batchBytes,
-    batchWaitMs: config.batchWaitMs,
-    retryMinMs: config.retryMinMs,
-    retryMaxMs: config.retryMaxMs,
-    heartbeatMs,
-    metrics,
-    log,
-  };
   const deadLettersOf = (topic: string) => async (letters: DeadLetter[]) => {
     await sendDeadLetters(dlqProducer, dlq, topic, letters, new Date());
     if (letters.length > 0) void dlqAge.refresh();
   };
-  const eventsTable = quoteIdent(ch.table);
-  const rejectedTable = quoteIdent(REJECTED_TABLE);
-  const loops = [
-    await runLoop<Buffer>({
-      ...common,
-      consumer: eventsConsumer,
-      topic: config.kafka.topic,
-      decode,
-      drops: (line) => {
-        if (privacy.size === 0) return false;
-        const ids = rowIds(line);
-        return ids !== undefined && privacy.drops(ids.workspaceId, ids.userId, ids.anonymousId, () => rowReceivedAt(line));
-      },
-      insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS, insertSettings), config.crashAt),
-      chunk: (items) => partitionChunks(items, eventLineMonth, maxPartitions),
-      probe: clickhouseProbe(client, eventsTable),
-      sendDeadLetters: deadLettersOf(config.kafka.topic),
-    }),
-    await runLoop<RejectedRow>({
-      ...common,
-      consumer: rejectedConsumer,
-      topic: config.kafka.rejectedTopic,
-      decode: decodeRejected,
-      drops: (row) => privacy.size > 0 && privacy.drops(row.workspace_id, ...rawIds(row.raw), () => Date.parse(row.received_at)),
-      insert: clickhouseInsert<RejectedRow>(client, rejectedTable, insertSettings),
-      probe: clickhouseProbe(client, rejectedTable),
-      sendDeadLetters: deadLettersOf(config.kafka.rejectedTopic),
-    }),
-  ];
-
-  let clickhouseAnswers = true;
-  await readLag(admin, groups, metrics).catch((error: unknown) => log.debug({ err: error }, "lag not read"));
-  const probe = setInterval(() => {
-    client.ping().then(
-      (result) => (clickhouseAnswers = result.success),
-      () => (clickhouseAnswers = false),
-    );
-    void readLag(admin, groups, metrics).catch((error: unknown) => log.debug({ err: error }, "lag not read"));
-  }, PROBE_INTERVAL_MS);
-  void dlqAge.refresh();
-  const dlqAgeTimer = setInterval(() => void dlqAge.refresh(), DLQ_AGE_INTERVAL_MS);
-  const copiesOf = [config.kafka.topic, config.kafka.rejectedTopic, dlq.topic, config.kafka.suppressionsTopic];
-  const readCopies = () => {
-    readKafkaCopies(admin, copiesOf, metrics.copies).catch((error: unknown) => log.debug({ err: error }, "kafka copies not read"));
-    readClickHouseCopies(clientSql(client), ch.database, ch.cluster, metrics.copies).catch((error: unknown) =>
-      log.debug({ err: error }, "clickhouse copies not read"),
-    );
-  };
-  readCopies();
-  const copiesTimer = setInterval(readCopies, COPIES_INTERVAL_MS);
+  const common = { ...loopSettings(config, heartbeatMs), metrics, log };
+  const loops = await startLoops({ config, client, server, consumers, privacy, common, deadLettersOf });
+  const monitors = await startMonitors({ config, client, admin, groups, refreshDlqAge: () => dlqAge.refresh(), metrics, log });
   const maintenance = await startMaintenance(ch, client, config.retentionJitterMs, log);
-  const health: LoopHealth = {
-    get joined() {
-      return loops.every((l) => l.health.joined);
-    },
-    get writeFailing() {
-      return loops.some((l) => l.health.writeFailing);
-    },
-  };
-  const server = createServer(healthApp(health, () => clickhouseAnswers, metrics).callback());
-  server.listen(config.httpPort, config.httpHost);
-  await once(server, "listening");
-  const address = server.address() as AddressInfo;
+  const http = createServer(healthApp(allOf(loops), monitors.clickhouseAnswers, metrics).callback());
+  http.listen(config.httpPort, config.httpHost);
+  await once(http, "listening");
+  const address = http.address() as AddressInfo;
   log.info(
     { topic: config.kafka.topic, groupId: config.groupId, table: ch.table, port: address.port, kafkajs: standInState() },
     "sink consuming",
   );
-
   return {
     address,
     stop: async (abortAfterMs) => {
-      clearInterval(probe);
-      clearInterval(dlqAgeTimer);
-      clearInterval(copiesTimer);
+      monitors.stop();
       maintenance.cancel();
       // Each loop's last flush waits at most abortAfterMs (ClickHouse), and the Kafka clients'
       // disconnects as long again: a consumer's waits for its fetch or commit under way when Kafka
@@ -206,29 +118,111 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
       await Promise.all([client.close(), maintenance.close()]);
       // Only health and metrics are served here: a scrape cut at the stop costs nothing, and a
       // client polling on a connection busy at the close would otherwise hold the exit.
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+      http.closeAllConnections();
       await closed;
       log.info("sink stopped");
     },
   };
 }
 
+/** What the server the sink writes to allows: partitions per INSERT and the insert settings it knows. */
+interface ServerFacts {
+  maxPartitions: number;
+  insertSettings: Awaited<ReturnType<typeof serverInsertSettings>>;
+}
+
 /**
- * Sets `sink_consumer_lag_records` of every partition of each topic: high watermark minus the
- * group's committed offset (the whole partition when nothing is committed). Read from the broker,
- * not from the fetch, so it keeps rising while a flush is stuck. Throws if Kafka does not answer.
+ * Checks ClickHouse before anything is consumed: it answers, the user has every right the sink
+ * needs (named, rather than inserts retried for ever), and both tables have every column the rows
+ * carry; then reads what the server allows. Throws an Error naming what is missing.
  */
-async function readLag(admin: Admin, groups: Record<string, string>, metrics: SinkMetrics): Promise<void> {
-  for (const [topic, groupId] of Object.entries(groups)) {
-    const [ends, [committed]] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
-    // -1: nothing committed yet; the lag is then the whole retained partition (from its low mark).
-    const done = new Map((committed?.partitions ?? []).filter((p) => p.offset !== "-1").map((p) => [p.partition, BigInt(p.offset)]));
-    for (const end of ends) {
-      const lag = BigInt(end.high) - (done.get(end.partition) ?? BigInt(end.low));
-      metrics.consumerLag.set({ topic, partition: String(end.partition) }, Number(lag > 0n ? lag : 0n));
-    }
+async function checkClickHouse(client: ClickHouseClient, ch: SinkConfig["clickhouse"]): Promise<ServerFacts> {
+  await client.ping();
+  await checkSinkRights(client, ch);
+  for (const [table, columns] of [
+    [ch.table, EVENT_ROW_COLUMNS],
+    [REJECTED_TABLE, REJECTED_ROW_COLUMNS],
+  ] as const) {
+    const missing = await missingColumns(client, ch.database, table, columns);
+    if (missing.length > 0)
+      throw new Error(`${ch.database}.${table} lacks column(s) ${missing.join(", ")}: run npm run setup (the migration) first`);
   }
+  return {
+    maxPartitions: await serverPartitionsPerInsert(clientSql(client)),
+    insertSettings: await serverInsertSettings(clientSql(client)),
+  };
+}
+
+/** The batching and retry settings both loops share (SINK_BATCH_*, SINK_RETRY_*), with the flush's heartbeat, ms. */
+function loopSettings(config: SinkConfig, heartbeatMs: number) {
+  return {
+    batchRecords: config.batchRecords,
+    batchBytes: config.batchBytes,
+    batchWaitMs: config.batchWaitMs,
+    retryMinMs: config.retryMinMs,
+    retryMaxMs: config.retryMaxMs,
+    heartbeatMs,
+  };
+}
+
+/**
+ * The two loops (sink/consumer.ts): the events topic into the events table (its lines chunked by
+ * month, at most the server's partitions per INSERT) and the rejected topic into
+ * `rejected_messages`, each dropping the rows of deleted or suppressed users and dead-lettering
+ * through `deadLettersOf` its topic. Throws if a consumer cannot subscribe.
+ */
+async function startLoops(args: {
+  config: SinkConfig;
+  client: ClickHouseClient;
+  server: ServerFacts;
+  consumers: { events: Consumer; rejected: Consumer };
+  privacy: PrivacyList;
+  common: ReturnType<typeof loopSettings> & { metrics: SinkMetrics; log: Logger };
+  deadLettersOf: (topic: string) => (letters: DeadLetter[]) => Promise<void>;
+}): Promise<RunningLoop[]> {
+  const { config, client, server, consumers, privacy, common, deadLettersOf } = args;
+  const eventsTable = quoteIdent(config.clickhouse.table);
+  const rejectedTable = quoteIdent(REJECTED_TABLE);
+  return [
+    await runLoop<Buffer>({
+      ...common,
+      consumer: consumers.events,
+      topic: config.kafka.topic,
+      decode,
+      drops: (line) => {
+        if (privacy.size === 0) return false;
+        const ids = rowIds(line);
+        return ids !== undefined && privacy.drops(ids.workspaceId, ids.userId, ids.anonymousId, () => rowReceivedAt(line));
+      },
+      insert: withCrashHook(clickhouseInsertLines(client, eventsTable, EVENT_ROW_COLUMNS, server.insertSettings), config.crashAt),
+      chunk: (items) => partitionChunks(items, eventLineMonth, server.maxPartitions),
+      probe: clickhouseProbe(client, eventsTable),
+      sendDeadLetters: deadLettersOf(config.kafka.topic),
+    }),
+    await runLoop<RejectedRow>({
+      ...common,
+      consumer: consumers.rejected,
+      topic: config.kafka.rejectedTopic,
+      decode: decodeRejected,
+      drops: (row) => privacy.size > 0 && privacy.drops(row.workspace_id, ...rawIds(row.raw), () => Date.parse(row.received_at)),
+      insert: clickhouseInsert<RejectedRow>(client, rejectedTable, server.insertSettings),
+      probe: clickhouseProbe(client, rejectedTable),
+      sendDeadLetters: deadLettersOf(config.kafka.rejectedTopic),
+    }),
+  ];
+}
+
+/** The health of every loop as one: joined when all are, failing when one is. */
+function allOf(loops: RunningLoop[]): LoopHealth {
+  return {
+    get joined() {
+      return loops.every((l) => l.health.joined);
+    },
+    get writeFailing() {
+      return loops.some((l) => l.health.writeFailing);
+    },
+  };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Consumer, EachBatchPayload } from "kafkajs";
 import pino from "pino";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { runLoop, type LoopDeps } from "../../../sink/consumer";
+import { fateOf, runLoop, type LoopDeps } from "../../../sink/consumer";
 import { decode } from "../../../sink/decode";
 import { sinkMetrics } from "../../../sink/metrics";
 import { consumerStandIn } from "../../support/consumer-stand-in";
@@ -107,6 +107,14 @@ test("sink_write_failing is 1 while an insert is retried and 0 once it lands", a
     open();
     await running.stop(1000);
   }
+});
+
+test("a record's fate is decided in one place: undecodable to the DLQ with its reason, a dropped user's dropped, else a row", () => {
+  const drops = (row: string) => row === "deleted-user";
+  assert.equal(fateOf({ ok: false, reason: "not JSON" }, drops), { to: "dlq", reason: "not JSON" });
+  assert.equal(fateOf({ ok: true, row: "deleted-user" }, drops), { to: "drop" });
+  assert.equal(fateOf({ ok: true, row: "someone" }, drops), { to: "row", row: "someone" });
+  assert.equal(fateOf({ ok: true, row: "deleted-user" }), { to: "row", row: "deleted-user" }, "no privacy list: nothing dropped");
 });
 
 test.run();
