@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by deploy/local/up.sh and test/run.sh. stack_up starts the local stack and remembers
 # which servers this shell started; stack_down stops only those, never a server that was
-# already answering when we came (someone else's, or one started by `npm run kafka:start`).
+# already answering when we came (someone else's, or one started by `npm run stack:kafka:start`).
 LOCAL_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 STACK_OWNED=""
 

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:cluster-insert` (on `npm run cluster:start`): the two ways the sink can insert
+ * `npm run bench:cluster-insert` (on `npm run stack:cluster:start`): the two ways the sink can insert
  * into a ClickHouse cluster of two shards, on the same rows, one after the other:
  * - distributed: INSERT INTO the Distributed `events` with insert_distributed_sync=1 (one server
  *   parses the rows, splits them and sends each shard its part);

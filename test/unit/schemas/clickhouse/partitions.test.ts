@@ -11,18 +11,10 @@ import {
   forcedMergeResetDdl,
   mergeMonthDdl,
   monthPartsQuery,
-  type MonthParts,
 } from "../../../../schemas/clickhouse/partitions";
+import { monthRow } from "../../../support/month-parts";
 
-/** A month's row: `bytes` on disk in `parts` parts, the largest `largest`, `recent` written in the last day. */
-const month = (id: string, parts: number, bytes: number, largest: number, recent = 0, host = "h1"): MonthParts => ({
-  id,
-  host,
-  parts: String(parts),
-  bytes: String(bytes),
-  largest: String(largest),
-  recent: String(recent),
-});
+const month = monthRow;
 
 test("a quiet closed month in several parts is merged; the newest such first", () => {
   const rows = [month("202607", 4, 1_000, 400), month("202608", 3, 2_000, 900), month("202609", 1, 500, 500)];
