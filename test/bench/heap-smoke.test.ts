@@ -23,11 +23,15 @@ test("npm run bench:heap, 2 s runs: each setting's ingest runs with its flags, a
     for (const k of ["accepted_events_per_s", "ingest_us_per_event", "peak_rss_mb", "heap_mb", "new_mb", "old_mb", "external_mb"])
       assert.ok((r[k] as number) > 0, `${k}: ${where}`);
   }
-  // Two 1 MB semi-spaces, and the pages a scavenge pins beyond them (Node 24's V8: a plain loop
-  // with 1 MB semi-spaces was seen at 5.5 MB of new space); V8's defaults grow them to 16 MB and
-  // more each under this load.
-  assert.ok((runs[1]!.new_mb as number) <= 8, `the flags reach the ingest: ${JSON.stringify(runs[1])}`);
+  // Two 1 MB semi-spaces, and the pages a scavenge pins beyond them (Node 24's V8 keeps pinned
+  // pages past the semi-spaces: 5.5 MB seen with a plain loop, 10 MB under this load on a fresh
+  // clone), against the harness's 16 MB semi-spaces (32 MB and more under this load): the capped
+  // ingest's new space stays under half of the other's.
   assert.ok((runs[0]!.new_mb as number) > 2, `the defaults' young generation grew: ${JSON.stringify(runs[0])}`);
+  assert.ok(
+    (runs[1]!.new_mb as number) * 2 <= (runs[0]!.new_mb as number),
+    `the flags reach the ingest: ${JSON.stringify(runs[1])} against ${JSON.stringify(runs[0])}`,
+  );
   assert.match(out, /\| 1 \| young 1 MB \| [\d,]+ \|/, "the table lists each run");
 });
 
