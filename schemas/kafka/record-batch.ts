@@ -62,10 +62,13 @@ const sizeOfVarIntBytes = (v: string | Buffer | null | undefined): number => {
   return Encoder.sizeOfVarInt(n) + n;
 };
 
+/** The header list of a message without headers (most of ours): shared, never written to. */
+const NO_HEADERS: readonly [string, HeaderValue][] = [];
+
 /** A header list in kafkajs's order: each key once, or once per element of an array value. */
-function headerList(headers: ProduceMessage["headers"]): [string, HeaderValue][] {
+function headerList(headers: ProduceMessage["headers"]): readonly [string, HeaderValue][] {
+  if (headers === undefined) return NO_HEADERS;
   const list: [string, HeaderValue][] = [];
-  if (headers === undefined) return list;
   for (const key of Object.keys(headers)) {
     const v = headers[key]!;
     if (Array.isArray(v)) for (const each of v) list.push([key, each]);
@@ -82,7 +85,7 @@ export interface SizedPartition {
   partition: number;
   firstSequence: number;
   messages: ProduceMessage[];
-  headers: [string, HeaderValue][][];
+  headers: (readonly [string, HeaderValue][])[];
   deltas: number[];
   bodies: number[];
   firstTimestamp: number;
@@ -101,7 +104,7 @@ export function sizePartition(partition: number, firstSequence: number | undefin
     .sort() as number[];
   const firstTimestamp = stamps.length === 0 ? now : stamps[0]!;
   const maxTimestamp = stamps.length === 0 ? now : stamps[stamps.length - 1]!;
-  const headers: [string, HeaderValue][][] = [];
+  const headers: (readonly [string, HeaderValue][])[] = [];
   const deltas: number[] = [];
   const bodies: number[] = [];
   let records = 0;

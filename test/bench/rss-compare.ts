@@ -11,10 +11,8 @@
  * the rate, and its round says so. Prints a table, the median ratios new/old, and one JSON line.
  * The commit is built by checkout.ts (as bench:compare does). 127.0.0.1 only. Asserts no figure.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { join } from "node:path";
-import { LiveStack, basic, stopService, type Service } from "../support/harness";
+import { LiveStack, basic, stopService } from "../support/harness";
 import { ROOT, checkout } from "./checkout";
 import { runLoad } from "./child";
 import { median } from "./compare";
@@ -36,22 +34,6 @@ interface Side {
   non2xx: number;
 }
 
-/** Starts the ingest of the tree at `dir` on the stack's Kafka and settings, on a port the stack picks; once it answers ready. */
-async function startIngest(stack: LiveStack, dir: string): Promise<{ service: Service; base: string }> {
-  const port = await stack.pickPort();
-  const child = spawn(process.execPath, ["--max-semi-space-size=16", join(dir, "dist", "ingest", "main.js")], {
-    env: { ...stack.env, INGEST_PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let text = "";
-  child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
-  const exited = once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
-  const service: Service = { child, output: () => text, exited };
-  if ((await stack.ingestReady(service, port)) !== "ready") throw new Error(`the ingest of ${dir} exited:\n${text}`);
-  return { service, base: `http://127.0.0.1:${port}` };
-}
-
 async function main(): Promise<void> {
   const commit = process.argv[2];
   if (commit === undefined) throw new Error("usage: npm run bench:rss -- <commit> [rounds]");
@@ -68,7 +50,8 @@ async function main(): Promise<void> {
   try {
     for (let round = 1; round <= rounds; round++) {
       for (const side of round % 2 === 1 ? (["old", "new"] as const) : (["new", "old"] as const)) {
-        const { service, base } = await startIngest(stack, dirs[side]);
+        const { service, port } = await stack.startIngest({}, [], join(dirs[side], "dist"));
+        const base = `http://127.0.0.1:${port}`;
         try {
           await new Promise((r) => setTimeout(r, 2_000));
           const pid = service.child.pid!;

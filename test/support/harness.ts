@@ -106,10 +106,14 @@ export class LiveStack {
    * settings of this stack's probe key, which no other stack's ingest knows. An ingest that exits
    * on EADDRINUSE is started again on another port (3 tries); any other exit throws with its output.
    */
-  async startIngest(extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<{ service: Service; port: number }> {
+  async startIngest(
+    extra: Record<string, string> = {},
+    nodeArgs: string[] = [],
+    build = dist,
+  ): Promise<{ service: Service; port: number }> {
     for (let attempt = 1; ; attempt += 1) {
       const port = await this.pickPort();
-      const service = this.spawn("ingest/main.js", { ...extra, INGEST_PORT: String(port) }, [], nodeArgs);
+      const service = this.spawn("ingest/main.js", { ...extra, INGEST_PORT: String(port) }, [], nodeArgs, build);
       if ((await this.ingestReady(service, port)) === "ready") return { service, port };
       await service.exited;
       if (!service.output().includes("EADDRINUSE") || attempt === 3)
@@ -161,8 +165,8 @@ export class LiveStack {
    * Runs `node ...nodeArgs dist/<script> ...args` with this stack's env plus `extra`, and the
    * young generation of deploy/Dockerfile's ENTRYPOINT (Node 20's size; Node 24's default is 4x).
    */
-  spawn(script: string, extra: Record<string, string> = {}, args: string[] = [], nodeArgs: string[] = []): Service {
-    const child = spawn(process.execPath, ["--max-semi-space-size=16", ...nodeArgs, join(dist, script), ...args], {
+  spawn(script: string, extra: Record<string, string> = {}, args: string[] = [], nodeArgs: string[] = [], build = dist): Service {
+    const child = spawn(process.execPath, ["--max-semi-space-size=16", ...nodeArgs, join(build, script), ...args], {
       env: { ...this.env, ...extra },
       stdio: ["ignore", "pipe", "pipe"],
     });
