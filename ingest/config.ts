@@ -1,7 +1,7 @@
 /** Settings of the ingest service, read from the environment once at start (schemas/config.ts). */
 import typia, { tags } from "typia";
 import { Env, KafkaConfig, LogLevel, Name, Port, Positive, bool, int, kafkaConfig, list } from "../schemas/config";
-import { WriteKeyEntry, parseWriteKeys } from "./keys";
+import { WriteKeyEntry, parseWriteKeys } from "./admission/keys";
 
 /** Settings of the ingest service. */
 export interface IngestConfig {
@@ -73,7 +73,7 @@ export interface IngestConfig {
   maxInflightBytes: Positive;
   /**
    * What requests without a checked writeKey may cost, per client network and per process
-   * (ingest/networks.ts; env UNKEYED_FAILURES_PER_SECOND, UNKEYED_FAILURE_BURST,
+   * (ingest/admission/networks.ts; env UNKEYED_FAILURES_PER_SECOND, UNKEYED_FAILURE_BURST,
    * UNKEYED_BYTES_PER_SECOND, UNKEYED_BYTES_BURST, UNKEYED_PROCESS_BYTES_PER_SECOND,
    * UNKEYED_PROCESS_BYTES_BURST; a rate of 0 turns that bucket off).
    */
@@ -88,7 +88,7 @@ export interface IngestConfig {
   };
   /**
    * Hosts the settings document may name when PUBLIC_URL is unset (env INGEST_ALLOWED_HOSTS,
-   * comma-separated `name` or `name:port`; ingest/settings.ts hostAllowed). Unset: loopback names
+   * comma-separated `name` or `name:port`; ingest/http/settings.ts hostAllowed). Unset: loopback names
    * and IP literals only.
    */
   allowedHosts?: Name;
@@ -129,7 +129,7 @@ export interface IngestConfig {
   /**
    * New catalog names and shapes one workspace may add per UTC day in this process, past which
    * its messages are stored but counted in the catalog's over-cap row (env
-   * CATALOG_EVENT_NAMES_PER_DAY, CATALOG_PAGE_NAMES_PER_DAY, CATALOG_SHAPES_PER_DAY; ingest/catalog.ts).
+   * CATALOG_EVENT_NAMES_PER_DAY, CATALOG_PAGE_NAMES_PER_DAY, CATALOG_SHAPES_PER_DAY; ingest/records/catalog.ts).
    */
   catalogCaps: { eventNamesPerDay: Positive; pageNamesPerDay: Positive; shapesPerDay: Positive };
   kafka: KafkaConfig;
@@ -240,7 +240,7 @@ export function ingestContradiction(c: IngestConfig): string | undefined {
     return `INGEST_MAX_INFLIGHT_BYTES (${c.maxInflightBytes}) is below MAX_REQUEST_BYTES (${c.maxRequestBytes}): no compressed request could be read`;
   }
   // A refused item's record holds up to MAX_MESSAGE_BYTES of raw JSON plus its reasons (usually a few KB;
-  // ingest/rejected.ts cuts raw further when the record would pass the producer's limit).
+  // ingest/records/rejected.ts cuts raw further when the record would pass the producer's limit).
   if (c.maxMessageBytes + 8_192 > c.kafka.maxMessageBytes) {
     return `MAX_MESSAGE_BYTES (${c.maxMessageBytes}) does not fit in KAFKA_MAX_MESSAGE_BYTES (${c.kafka.maxMessageBytes})`;
   }

@@ -3,9 +3,6 @@
  * `ingest_<noun>_<unit>`; labels are route, status and topic only, never a writeKey, workspace
  * or user id (unbounded and sensitive).
  */
-import { createServer, type Server } from "node:http";
-import Router from "@koa/router";
-import Koa from "koa";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** The ingest's metrics. */
@@ -30,9 +27,9 @@ export interface IngestMetrics {
   messagesRejected: Counter;
   /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
   messagesSuppressed: Counter;
-  /** Messages whose user agent was stored unparsed: its request's parse budget was spent (ingest/enrich.ts). */
+  /** Messages whose user agent was stored unparsed: its request's parse budget was spent (ingest/records/enrich.ts). */
   agentsUnparsed: Counter;
-  /** Messages stored past their workspace's daily catalog caps, by cap (ingest/catalog.ts CapVerdict). */
+  /** Messages stored past their workspace's daily catalog caps, by cap (ingest/records/catalog.ts CapVerdict). */
   catalogOverCap: Counter<"cap">;
   /** Live view streams open now (ingest/live/routes.ts). */
   liveViewers: Gauge;
@@ -114,48 +111,4 @@ export function ingestMetrics(): IngestMetrics {
       registers: [registry],
     }),
   };
-}
-
-/**
- * The admin app, on a port of its own (INGEST_METRICS_PORT): GET /metrics (Prometheus text) and
- * the routes of `extra` (the live view, ingest/live/routes.ts).
- */
-export function metricsApp(metrics: IngestMetrics, ...extra: Router[]): Koa {
-  const app = new Koa();
-  const router = new Router();
-  router.get("/metrics", async (ctx) => {
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
-  });
-  app.use(router.routes());
-  for (const more of extra) app.use(more.routes()).use(more.allowedMethods());
-  return app;
-}
-
-/**
- * The admin port's timeouts, ms: whole headers within, whole request within (a stream's answer
- * is not bounded: only the request), idle keep-alive. Fixed, not settings: its clients are a
- * Prometheus scrape, the live page and a test suite, all quick to ask (issue 46 row 6: Node's
- * defaults let a client hold a connection 300 s without finishing its request).
- */
-export const ADMIN_TIMEOUTS = { headersMs: 10_000, requestMs: 15_000, keepAliveMs: 5_000 };
-
-/**
- * The admin app's HTTP server, not yet listening: ADMIN_TIMEOUTS (checked every second), and at
- * most `maxConnections` connections at once (INGEST_METRICS_MAX_CONNECTIONS): past it Node closes
- * each new connection as it arrives, so idle or slow clients cannot pile up on the event loop the
- * public API shares.
- */
-export function adminServer(app: Koa, maxConnections: number): Server {
-  const server = createServer(
-    {
-      headersTimeout: ADMIN_TIMEOUTS.headersMs,
-      requestTimeout: ADMIN_TIMEOUTS.requestMs,
-      keepAliveTimeout: ADMIN_TIMEOUTS.keepAliveMs,
-      connectionsCheckingInterval: 1_000,
-    },
-    app.callback(),
-  );
-  server.maxConnections = maxConnections;
-  return server;
 }

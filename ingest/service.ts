@@ -10,13 +10,14 @@ import type Koa from "koa";
 import type { Admin, Kafka, Producer } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
-import { createApp, type AppDeps } from "./app";
-import { Enricher, defaultCountryDbPath, openCountryDb } from "./enrich";
-import { CatalogCaps, SentShapes } from "./catalog";
-import { WriteKeys } from "./auth";
-import { readKeys, watchKeysFile, type WriteKeyEntry } from "./keys";
-import { adminServer, ingestMetrics, metricsApp, type IngestMetrics } from "./metrics";
-import { openapiDocument } from "./openapi";
+import { createApp, type AppDeps } from "./http/app";
+import { Enricher, defaultCountryDbPath, openCountryDb } from "./records/enrich";
+import { CatalogCaps, SentShapes } from "./records/catalog";
+import { WriteKeys } from "./admission/auth";
+import { readKeys, watchKeysFile, type WriteKeyEntry } from "./admission/keys";
+import { adminServer, metricsApp } from "./http/admin";
+import { ingestMetrics, type IngestMetrics } from "./metrics";
+import { openapiDocument } from "./http/openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { standInState } from "../schemas/kafka/stand-ins";
 import { recordLimit, topicMaxMessageBytes } from "../schemas/kafka/limits";
@@ -25,9 +26,9 @@ import { createProducer } from "../schemas/kafka/producer";
 import { withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
-import { TokenBuckets } from "./ratelimit";
-import { UnkeyedGate } from "./networks";
-import { hostPolicy } from "./settings";
+import { TokenBuckets } from "./admission/ratelimit";
+import { UnkeyedGate } from "./admission/networks";
+import { hostPolicy } from "./http/settings";
 import { liveRouter } from "./live/routes";
 import { LiveThread } from "./live/thread";
 import { stopIngest } from "./stop";
@@ -208,7 +209,7 @@ async function accumulatorFor(
   return { accumulator, maxBytes };
 }
 
-/** The write keys of WRITE_KEYS and the keys file, which is read again when it changes (ingest/keys.ts). */
+/** The write keys of WRITE_KEYS and the keys file, which is read again when it changes (ingest/admission/keys.ts). */
 function followKeys(config: IngestConfig, log: Logger): { writeKeys: WriteKeys; keysOf: () => WriteKeyEntry[]; unwatch: () => void } {
   const keysOf = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
   const writeKeys = new WriteKeys(keysOf());

@@ -56,7 +56,7 @@ export interface ClickHouseConfig {
    * older: a TTL on current ClickHouse, the sink's hourly partition drop (and `npm run cli --
    * retention`) on 18.16; refused items by a row TTL, or on 18.16 the sink's daily deletion. At
    * most 36,500 (100 years), so `toDate(...) + N days` in the TTLs stays within current
-   * ClickHouse's Date (up to 2149); a cutoff before 1970 deletes nothing (sink/retention.ts).
+   * ClickHouse's Date (up to 2149); a cutoff before 1970 deletes nothing (sink/upkeep/retention.ts).
    */
   retentionDays?: Positive & tags.Maximum<36500>;
   /**

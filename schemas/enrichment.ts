@@ -1,5 +1,5 @@
 /**
- * The columns the ingest derives from a message's context (ingest/enrich.ts): part of every events
+ * The columns the ingest derives from a message's context (ingest/records/enrich.ts): part of every events
  * row and of every per-type view.
  */
 

@@ -69,7 +69,7 @@ export const DLQ_HEADERS = {
   /** topic/partition/offset it came from, `events/2/1234`. */
   source: "dlq-source",
   /**
-   * Present only on a letter whose value was cut to fit the DLQ topic's limit (sink/dlq.ts): the
+   * Present only on a letter whose value was cut to fit the DLQ topic's limit (sink/loop/dlq.ts): the
    * original value's size, bytes. The value is then its first bytes, not the record.
    */
   cut: "dlq-cut",

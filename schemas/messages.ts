@@ -52,7 +52,7 @@ export type IsoDateTime = string & tags.Format<"date-time"> & CalendarDate & Sto
 export type Id = string & tags.MinLength<1> & tags.MaxLength<200>;
 
 /**
- * The id a JSON number sent as an id stands for (ingest/coerce.ts: analytics-ruby and -python
+ * The id a JSON number sent as an id stands for (ingest/records/coerce.ts: analytics-ruby and -python
  * send numeric ids), or undefined past 2^53 (Number.MAX_SAFE_INTEGER), where JSON.parse has
  * already lost digits (two ids would become one), and for NaN or infinities.
  */
@@ -64,7 +64,7 @@ export function numberAsId(value: number): string | undefined {
 const OPTIONAL_IDS = new Set<string>(["userId", "anonymousId"]);
 
 /**
- * Whether `value` of the id field `field` is absent as the ingest reads it (ingest/coerce.ts): ""
+ * Whether `value` of the id field `field` is absent as the ingest reads it (ingest/records/coerce.ts): ""
  * or only spaces in userId or anonymousId, so the other id decides.
  */
 export function isBlankId(field: string, value: string): boolean {

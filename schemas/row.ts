@@ -1,6 +1,6 @@
 import type { Envelope } from "./envelope";
 import type { Message } from "./messages";
-import { catalogKeys, catalogShape } from "./catalog-keys";
+import { catalogKeys, catalogShape } from "./catalog";
 import { extraText } from "./row-extra";
 import { ENRICHMENT_COLUMNS, NO_ENRICHMENT, type Enrichment } from "./enrichment";
 
@@ -52,8 +52,8 @@ export interface EventRow extends Pick<Enrichment, "device_type"> {
   is_bot?: 1;
   country?: string;
   /**
-   * Each top-level key of properties, traits and context with its JSON type (schemas/catalog-keys.ts);
-   * undefined when the ingest sent this shape's list lately (ingest/catalog.ts): JSON.stringify
+   * Each top-level key of properties, traits and context with its JSON type (schemas/catalog.ts);
+   * undefined when the ingest sent this shape's list lately (ingest/records/catalog.ts): JSON.stringify
    * leaves it out of the line and ClickHouse stores [].
    */
   catalog_keys: string[] | undefined;
@@ -181,7 +181,7 @@ export interface RowStamp {
   clientTimeInExtra?: boolean;
   /** The batch body's other fields (`integrations`, ...), kept in each item's `extra`; absent: none. */
   batchFields?: Readonly<Record<string, unknown>>;
-  /** What the ingest derived from the context (ingest/enrich.ts); absent: the defaults ('' and 0, device_type other). */
+  /** What the ingest derived from the context (ingest/records/enrich.ts); absent: the defaults ('' and 0, device_type other). */
   enrichment?: Enrichment;
   /** The message's catalogShape, and whether its key list was sent recently (then `catalog_keys` is left out); absent: computed, list sent. */
   catalog?: { shape: number; sent: boolean };

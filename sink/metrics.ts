@@ -1,11 +1,53 @@
 /**
  * Prometheus metrics of the sink (prom-client), on its own registry. Names follow
  * `sink_<noun>_<unit>`; labels are topic, partition, step and status, and host and table for
- * ClickHouse's replicas (sink/redundancy.ts).
+ * ClickHouse's replicas (sink/monitors/redundancy.ts).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import { DLQ_STEPS } from "./batch";
-import { redundancyGauges, type RedundancyGauges } from "./redundancy";
+
+/** The steps that send a record to the DLQ: its decoding, or ClickHouse refusing its row. */
+export const DLQ_STEPS = ["decode", "insert"] as const;
+/** One of DLQ_STEPS. */
+export type DlqStep = (typeof DLQ_STEPS)[number];
+
+/** The gauges of the copies (sink_kafka_partition_*, sink_clickhouse_replica*; read by sink/monitors/redundancy.ts). */
+export interface RedundancyGauges {
+  /** Replicas a partition is assigned. */
+  kafkaReplicas: Gauge<"topic" | "partition">;
+  /** Replicas in sync with the partition's leader; 0 while it has no leader. */
+  kafkaInSync: Gauge<"topic" | "partition">;
+  /**
+   * Replicas of a replicated table of this database in one shard (ZooKeeper's count), by the
+   * table's ZooKeeper path (one per shard and table) and the replica that answered.
+   */
+  clickhouseReplicas: Gauge<"path" | "replica">;
+  /** Of those, the ones with a live ZooKeeper session. */
+  clickhouseActive: Gauge<"path" | "replica">;
+  /** 1 while the table is read-only on that replica (its ZooKeeper or Keeper session is lost). */
+  clickhouseReadonly: Gauge<"path" | "replica">;
+}
+
+/** Registers the gauges on the sink's registry. */
+export function redundancyGauges(registry: Registry): RedundancyGauges {
+  const gauge = <L extends string>(name: string, help: string, labelNames: L[]) =>
+    new Gauge<L>({ name, help, labelNames, registers: [registry] });
+  return {
+    kafkaReplicas: gauge("sink_kafka_partition_replicas", "Replicas assigned to the partition (Kafka metadata)", ["topic", "partition"]),
+    kafkaInSync: gauge("sink_kafka_partition_in_sync_replicas", "Replicas in sync with the partition's leader (0 without a leader)", [
+      "topic",
+      "partition",
+    ]),
+    clickhouseReplicas: gauge("sink_clickhouse_replicas", "Replicas of the table in its shard (system.replicas total_replicas)", [
+      "path",
+      "replica",
+    ]),
+    clickhouseActive: gauge("sink_clickhouse_replicas_active", "Replicas of the table in its shard with a live ZooKeeper session", [
+      "path",
+      "replica",
+    ]),
+    clickhouseReadonly: gauge("sink_clickhouse_replica_readonly", "1 while the table is read-only on that server", ["path", "replica"]),
+  };
+}
 
 /** The sink's metrics. */
 export interface SinkMetrics {
@@ -44,7 +86,7 @@ export interface SinkMetrics {
   writeFailing: Gauge<"topic">;
   /** Offset commits, by outcome. */
   commits: Counter<"status">;
-  /** The copies of the topics' partitions and of ClickHouse's replicated tables (sink/redundancy.ts). */
+  /** The copies of the topics' partitions and of ClickHouse's replicated tables (sink/monitors/redundancy.ts). */
   copies: RedundancyGauges;
 }
 

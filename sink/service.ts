@@ -22,21 +22,21 @@ import { createKafka } from "../schemas/kafka/client";
 import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
-import type { DeadLetter } from "./batch";
-import { runLoop, type LoopHealth, type RunningLoop } from "./consumer";
+import type { DeadLetter } from "./loop/batch";
+import { runLoop, type LoopHealth, type RunningLoop } from "./loop/consumer";
 import { settledWithin } from "../schemas/runtime/deadline";
-import { withCrashHook } from "./crash";
-import { decode, decodeRejected } from "./decode";
-import { sendDeadLetters } from "./dlq";
-import { checkSinkRights } from "./grants";
+import { withCrashHook } from "./loop/crash";
+import { decode, decodeRejected } from "./loop/decode";
+import { sendDeadLetters } from "./loop/dlq";
+import { checkSinkRights } from "./upkeep/grants";
 import { sinkMetrics, type SinkMetrics } from "./metrics";
 import type { ClickHouseClient } from "@clickhouse/client";
 import { clientSql, createClickHouse, serverPartitionsPerInsert } from "../schemas/clickhouse/client";
-import { startMaintenance } from "./maintenance";
-import { eventLineMonth, partitionChunks } from "./partitions";
-import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./dlq-progress";
-import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns, serverInsertSettings } from "./writer";
-import { startMonitors } from "./monitors";
+import { startMaintenance } from "./upkeep/maintenance";
+import { eventLineMonth, partitionChunks } from "./loop/partitions";
+import { coalescedRefresh, oldestDeadLetterTime, replayGroupId } from "./monitors/dlq-progress";
+import { clickhouseInsert, clickhouseInsertLines, clickhouseProbe, missingColumns, serverInsertSettings } from "./loop/writer";
+import { startMonitors } from "./monitors/start";
 
 /** A running sink. */
 export interface RunningSink {
@@ -167,7 +167,7 @@ function loopSettings(config: SinkConfig, heartbeatMs: number) {
 }
 
 /**
- * The two loops (sink/consumer.ts): the events topic into the events table (its lines chunked by
+ * The two loops (sink/loop/consumer.ts): the events topic into the events table (its lines chunked by
  * month, at most the server's partitions per INSERT) and the rejected topic into
  * `rejected_messages`, each dropping the rows of deleted or suppressed users and dead-lettering
  * through `deadLettersOf` its topic. Throws if a consumer cannot subscribe.

@@ -6,7 +6,7 @@
 import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import { countOf, type Sql } from "../../schemas/clickhouse/client";
 import { pollUntil } from "../../schemas/runtime/poll";
-import type { DeletionTarget } from "../../schemas/privacy/list";
+import type { DeletionTarget } from "../../schemas/privacy/deletion";
 
 /** How often the wait for ClickHouse's mutations asks again, ms. */
 const MUTATION_POLL_MS = 200;

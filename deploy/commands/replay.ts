@@ -13,7 +13,7 @@ import { type KafkaConfig } from "../../schemas/config";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
 import { DLQ_HEADERS } from "../../schemas/envelope";
 import { chunkByBytes, recordBytes, topicMaxMessageBytes } from "../../schemas/kafka/limits";
-import { PendingRange, readPendingRanges } from "../../sink/dlq-progress";
+import { PendingRange, readPendingRanges } from "../../sink/monitors/dlq-progress";
 import { withAdmin } from "../../schemas/kafka/client";
 
 /** How long one re-send may retry before the replay fails (it resumes from its commit when run again), ms. */

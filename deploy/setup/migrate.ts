@@ -57,7 +57,7 @@ const LAYOUT_STEP = "events: time-ordered layout";
  * once; a view whose definition changed since, by its feed's `revision` step, replaced), and
  * applies RETENTION_DAYS as TTLs (events, refused items, users, identities, catalog shapes) on
  * current ClickHouse, where it also turns off the forced merge of closed months that earlier
- * releases set (forcedMergeResetDdl); on 18.16 the sink applies it (sink/retention.ts).
+ * releases set (forcedMergeResetDdl); on 18.16 the sink applies it (sink/upkeep/retention.ts).
  * Checks every reserved name first and refuses, naming all conflicts, so a user's own `users`
  * table is never dropped.
  */

@@ -71,7 +71,7 @@ export interface LiveFilter {
   anonymousId?: string;
 }
 
-/** The key a refused record begins with (ingest/rejected.ts writes the envelope's workspaceId first). */
+/** The key a refused record begins with (ingest/records/rejected.ts writes the envelope's workspaceId first). */
 const REFUSED_PREFIX = Buffer.from('{"workspaceId":"');
 
 /**

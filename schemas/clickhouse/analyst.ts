@@ -153,7 +153,7 @@ export function viewStatements(
  * `maxMerge(last_seen)` the first and last event time of any message, `uniqMerge(events)` how
  * many messages (ClickHouse uniq: a retry is not counted again; exact up to hash collisions below
  * 65,536 per user, about 1% error above). With `retentionDays` on current ClickHouse, rows expire
- * by `last_seen` (aggregateRetentionTtl; on 18.16 the sink deletes them: sink/retention.ts).
+ * by `last_seen` (aggregateRetentionTtl; on 18.16 the sink deletes them: sink/upkeep/retention.ts).
  */
 export function usersTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string {
   const t = TYPES[dialect];

@@ -10,7 +10,7 @@
  * catalog, costs the insert less (measured: docs/DESIGN.md). `count` is uniq(message_id), so a
  * retried message counts once (exact below 65,536 messages, about 1% off above: ClickHouse's uniq).
  */
-import { OVER_CAP_SHAPE, SOURCE_CODES, TYPE_CODES } from "../catalog-keys";
+import { OVER_CAP_SHAPE, SOURCE_CODES, TYPE_CODES } from "../catalog";
 import { type Feed, retentionClause, viewStatements } from "./analyst";
 import { Dialect, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName } from "./sql";
 
@@ -48,7 +48,7 @@ ORDER BY (${CATALOG_SORTING_KEY.split(",").join(", ")})${retentionClause(dialect
  * The SELECT feeding catalog_shapes from events rows: `event` a track's event name, `name` a
  * page's or screen's name (as in events). The shape is the row's `catalog_shape` (the ingest's
  * hash of its keys); `keys` the longest list a row of the shape carried: the ingest sends a
- * shape's list once in a while and [] in between (ingest/catalog.ts). A row the ingest marked
+ * shape's list once in a while and [] in between (ingest/records/catalog.ts). A row the ingest marked
  * over its workspace's daily caps (catalog_shape OVER_CAP_SHAPE) is counted in the over-cap row
  * of its workspace, type and UTC day of receipt: event '', name the day (YYYY-MM-DD), shape
  * OVER_CAP_SHAPE; so a flood of names adds one row a day. `event` and `name` are aliases of
@@ -101,7 +101,7 @@ const shapes = (database: string, workspaceId?: string) =>
 /**
  * One event per row: workspace_id, type, event, name, count (messages), first_seen, last_seen
  * (receipt times), over_cap (UInt8): 1 on a workspace's over-cap row of a type and day (event '',
- * name the day: the messages past its daily catalog caps, ingest/catalog.ts), 0 on the others.
+ * name the day: the messages past its daily catalog caps, ingest/records/catalog.ts), 0 on the others.
  * States merge under new names, renamed outside: on 18.16 an alias named like a column would
  * replace the column inside the -Merge function.
  */
@@ -142,7 +142,7 @@ FROM (
 
 /**
  * `FROM` catalog_shapes merged per shape (shape_keys, shape_count, shape_first, shape_last),
- * spread over the shape's key entries (`entry`, as schemas/catalog-keys.ts writes them).
+ * spread over the shape's key entries (`entry`, as schemas/catalog.ts writes them).
  */
 function shapeEntries(database: string, workspaceId?: string): string {
   return `FROM (

@@ -20,7 +20,7 @@ const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][
   ["catalog_shape", "UInt64", "catalog_keys"],
 ];
 
-/** The enrichment columns (ingest/enrich.ts), in order, each after the previous one. */
+/** The enrichment columns (ingest/records/enrich.ts), in order, each after the previous one. */
 const ENRICHMENT_COLUMNS = (d: Dialect): [name: string, type: string, after: string][] => [
   ["browser", TYPES[d].lowString, "extra"],
   ["browser_version", "String", "browser"],

@@ -7,7 +7,7 @@
  * which takes the first key of that name at any depth (`{"a":{"plan":1},"plan":2}` gives 1):
  * there, materialize only keys no nested object repeats.
  */
-import { SOURCE_CODES, TYPE_CODES } from "../catalog-keys";
+import { SOURCE_CODES, TYPE_CODES } from "../catalog";
 import { CATALOG_TABLE, type KeyTypeSeen } from "./catalog";
 import { EVENTS_SHARDING_KEY } from "./events";
 import { Dialect, alterDistributedDdl, onCluster, quoteIdent, quoteString, storageName } from "./sql";

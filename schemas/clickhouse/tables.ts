@@ -21,7 +21,7 @@ export const REJECTED_TABLE = "rejected_messages";
  * `message_id` is '' when the item had no usable messageId, `type` '' when it was not a string;
  * `reasons` holds "path: expected" entries, `raw` the item's JSON text as received. With
  * `retentionDays` on current ClickHouse, rejectedRetentionTtl (on 18.16 the sink deletes instead:
- * sink/retention.ts). On a cluster, `rejected_messages_local` and the Distributed
+ * sink/upkeep/retention.ts). On a cluster, `rejected_messages_local` and the Distributed
  * `rejected_messages` over it.
  */
 export function rejectedTableDdl(dialect: Dialect, database: string, cluster?: string, retentionDays?: number): string[] {

@@ -7,7 +7,7 @@ import { rowStringField } from "../row";
 
 /**
  * The userId and anonymousId of a message or batch item (a refused one included) as the ingest
- * reads them (ingest/coerce.ts): a number is its decimal text (analytics-ruby and -python send
+ * reads them (ingest/records/coerce.ts): a number is its decimal text (analytics-ruby and -python send
  * numeric ids), a blank one ("" or only spaces) is absent so the other id decides; anything else
  * is no id.
  */

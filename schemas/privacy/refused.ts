@@ -5,7 +5,7 @@
  * key at any depth).
  *
  * The ingest writes an item's userId, anonymousId and previousId first, in that order, when they
- * hold ids as it reads them (ingest/rejected.ts idsFirstText: a string, not blank for userId and
+ * hold ids as it reads them (ingest/records/rejected.ts idsFirstText: a string, not blank for userId and
  * anonymousId, or a number as analytics-ruby sends it), and JSON.stringify writes no key twice,
  * so a text that begins `{"userId":"` or `{"userId":<digit or ->` names its top-level userId
  * there, whatever release stored it: such an item is identified and goes by that userId only (a
@@ -31,7 +31,7 @@ const USER_ID_FIRST = `(${['"', "-", ..."0123456789"].map((c) => `startsWith(raw
 
 /**
  * The JSON texts an id may stand as in a refused item, each with what must follow it: quoted, and
- * for an id the ingest could have made from a number (ingest/coerce.ts), that number as sent,
+ * for an id the ingest could have made from a number (ingest/records/coerce.ts), that number as sent,
  * followed by `,` or `}` (so 42 does not match 420).
  */
 function idTexts(id: string): string[] {

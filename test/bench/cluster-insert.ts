@@ -17,7 +17,7 @@ import { EVENT_ROW_COLUMNS, messageRow, rowStringField } from "../../schemas/row
 import type { Message } from "../../schemas/messages";
 import { clientSql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
-import { classifyInsertError, clickhouseInsertLines, type InsertRows } from "../../sink/writer";
+import { classifyInsertError, clickhouseInsertLines, type InsertRows } from "../../sink/loop/writer";
 import { corpus } from "./corpus";
 import { cpuSeconds } from "./procstat";
 import { ROOT } from "../support/paths";

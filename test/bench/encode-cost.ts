@@ -1,8 +1,8 @@
 /**
  * The ingest's in-process CPU per message, without I/O, best of several passes over 100-message
  * batch bodies:
- * - `build`: parse the body, sort and check its items, build their records (ingest/validate.ts,
- *   ingest/envelope.ts): the ingest's own work, less the enrichment (its own row, enrich-cost.ts);
+ * - `build`: parse the body, sort and check its items, build their records (ingest/records/validate.ts,
+ *   ingest/records/build.ts): the ingest's own work, less the enrichment (its own row, enrich-cost.ts);
  * - `encode`: kafkajs turning those records into one produce request over three partitions (each
  *   record on its key's partition, as the ingest's partitioner puts it), the work of every
  *   sendBatch before a byte is written (kafkajs 2.x: one 512-byte buffer per record, doubled when
@@ -16,8 +16,8 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import type { Message } from "../../schemas/messages";
 import type { EventRecord } from "../../schemas/envelope";
-import { sortBatch } from "../../ingest/validate";
-import { buildRecords } from "../../ingest/envelope";
+import { sortBatch } from "../../ingest/records/validate";
+import { buildRecords } from "../../ingest/records/build";
 import { murmur2 } from "../../schemas/kafka/partitioner";
 
 /** kafkajs's produce request (v3, which v4-v7 reuse): its internal module, not in its typings. */

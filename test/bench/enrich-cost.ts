@@ -1,5 +1,5 @@
 /**
- * The ingest's enrichment cost per event (ingest/enrich.ts), in-process on the bench's messages'
+ * The ingest's enrichment cost per event (ingest/records/enrich.ts), in-process on the bench's messages'
  * contexts with the bundled country database, best of several passes. `cached`: the corpus as it
  * is (its user agents and addresses repeat, as real traffic's do); `uncached`: every message
  * with a user agent and an address never seen before (a parse and a lookup each). Run alone
@@ -9,8 +9,8 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Enricher, defaultCountryDbPath, openCountryDb } from "../../ingest/enrich";
-import { buildRecords } from "../../ingest/envelope";
+import { Enricher, defaultCountryDbPath, openCountryDb } from "../../ingest/records/enrich";
+import { buildRecords } from "../../ingest/records/build";
 import { ROOT } from "../support/paths";
 
 type Context = Readonly<Record<string, unknown>>;

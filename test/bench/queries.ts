@@ -20,7 +20,7 @@ import { insertSql, plan, type Plan } from "./query-data";
 import { Chdb } from "../support/chdb";
 import { propertyQueries, readmeQueries } from "../support/queries-doc";
 import { materializeKey } from "../../deploy/commands/properties";
-import { mergeClosedMonth } from "../../sink/retention";
+import { mergeClosedMonth } from "../../sink/upkeep/retention";
 
 const OLD_DB = "bench_queries_old";
 /** The keys the property queries of docs/QUERIES.md read, materialized from properties with these types. */
@@ -279,7 +279,7 @@ async function benchEngine(label: string, engine: Engine, p: Plan, notes: string
 /**
  * What FINAL costs the property queries (current ClickHouse): each is timed without FINAL (the
  * floor), then again once every closed month is merged into one part, as the sink does a day after
- * a month's last late event (sink/retention.ts mergeClosedMonth, here without the day's wait).
+ * a month's last late event (sink/upkeep/retention.ts mergeClosedMonth, here without the day's wait).
  * Figures go to the notes.
  */
 async function finalWhenMerged(engine: Engine, notes: string[]): Promise<void> {

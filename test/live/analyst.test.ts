@@ -9,10 +9,10 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { buildRecords } from "../../ingest/envelope";
+import { buildRecords } from "../../ingest/records/build";
 import type { Message } from "../../schemas/messages";
 import type { EventRow } from "../../schemas/row";
-import { decodeRow } from "../../sink/decode";
+import { decodeRow } from "../../sink/loop/decode";
 import { migrate } from "../../deploy/setup/migrate";
 import { type Sql } from "../../schemas/clickhouse/client";
 import { Chdb } from "../support/chdb";

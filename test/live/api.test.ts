@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { deflateSync, gzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { openapiDocument } from "../../ingest/openapi";
+import { openapiDocument } from "../../ingest/http/openapi";
 import { answer, basic, LiveStack, waitFor } from "../support/harness";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json sits outside rootDir, so it cannot be imported

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { settingsDocument } from "../../ingest/settings";
+import { settingsDocument } from "../../ingest/http/settings";
 import { basic, LiveStack, waitFor } from "../support/harness";
 import { serveShop } from "../support/shop";
 

@@ -15,12 +15,12 @@ import { messageRow } from "../../schemas/row";
 import type { Enrichment } from "../../schemas/enrichment";
 import { migrate } from "../../deploy/setup/migrate";
 import { openCurrentEngine, openLegacyServer, type OpenEngine } from "../support/engines";
-import { OVER_CAP_SHAPE } from "../../schemas/catalog-keys";
+import { OVER_CAP_SHAPE } from "../../schemas/catalog";
 import { CATALOG_MV, catalogFeed } from "../../schemas/clickhouse/catalog";
 
 const BOT: Enrichment = { browser: "", browser_version: "", os: "", device_type: "bot", is_bot: 1, country: "FR" };
 
-/** A row as the sink inserts it; `listed` false: only its shape's hash, as the ingest sends once the list went out (ingest/catalog.ts). */
+/** A row as the sink inserts it; `listed` false: only its shape's hash, as the ingest sends once the list went out (ingest/records/catalog.ts). */
 function line(message: Message, receivedAt: string, enrichment?: Enrichment, listed = true): string {
   const context = { ip: "198.51.100.0", userAgent: "Googlebot/2.1" };
   const time = "2026-11-20T10:00:00.000Z";

@@ -11,7 +11,7 @@ import * as assert from "uvu/assert";
 import type { Message } from "../../schemas/messages";
 import { messageRow } from "../../schemas/row";
 import { DLQ_HEADERS } from "../../schemas/envelope";
-import { oldestDeadLetterTime, replayGroupId } from "../../sink/dlq-progress";
+import { oldestDeadLetterTime, replayGroupId } from "../../sink/monitors/dlq-progress";
 import { LiveStack, sinkPort, waitFor } from "../support/harness";
 
 // Flushes of 1,000 records: a full batch is flushed inside kafkajs's eachBatch, where kafkajs sends no heartbeat.

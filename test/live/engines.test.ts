@@ -22,17 +22,17 @@ import { unpartitionedEventsTableDdl } from "../../schemas/clickhouse/events";
 import { quoteString, type Dialect } from "../../schemas/clickhouse/sql";
 import { clickhouseConfig, type ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
-import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/list";
+import { deletionTargets, linkedIdsQuery, type DeletionTarget } from "../../schemas/privacy/deletion";
 import { auditInsert, deleteRows, RowsRemainError } from "../../deploy/commands/privacy";
 import { EVENT_ROW_COLUMNS, messageRow } from "../../schemas/row";
-import { buildRejected } from "../../ingest/rejected";
-import { decodeRejected } from "../../sink/decode";
-import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/batch";
-import { Flusher } from "../../sink/flush";
+import { buildRejected } from "../../ingest/records/rejected";
+import { decodeRejected } from "../../sink/loop/decode";
+import type { BatchItem, DeadLetter, PartitionBatch } from "../../sink/loop/batch";
+import { Flusher } from "../../sink/loop/flush";
 import { clientSql, serverPartitionsPerInsert, type Sql } from "../../schemas/clickhouse/client";
 import { migrate } from "../../deploy/setup/migrate";
-import { deleteExpiredRejected, mergeClosedMonth } from "../../sink/retention";
-import { eventLineMonth, partitionChunks } from "../../sink/partitions";
+import { deleteExpiredRejected, mergeClosedMonth } from "../../sink/upkeep/retention";
+import { eventLineMonth, partitionChunks } from "../../sink/loop/partitions";
 import {
   classifyInsertError,
   clickhouseInsertLines,
@@ -43,9 +43,9 @@ import {
   probeQuery,
   type InsertRows,
   type ProbeInsert,
-} from "../../sink/writer";
+} from "../../sink/loop/writer";
 import { Chdb } from "../support/chdb";
-import { REPLICA_COLUMNS } from "../../sink/redundancy";
+import { REPLICA_COLUMNS } from "../../sink/monitors/redundancy";
 
 /** One engine: its Sql, and the sink's insert and probe for a (quoted) table on it. */
 interface Engine {
@@ -171,7 +171,7 @@ function engineSuite(name: string, open: () => Promise<Engine>, close: () => Pro
     assert.is(result.inserted, 3000);
     assert.is(inserts.length, 1500 / limit, `1,500 months in inserts of ${limit}`);
     // Not FINAL: on 18.16 a FINAL read of 1,000 parts runs out of query memory (code 241; 600 passed, measured);
-    // the ingest's client-time window keeps a live table far below that (test/unit/ingest/envelope.test.ts).
+    // the ingest's client-time window keeps a live table far below that (test/unit/ingest/records/build.test.ts).
     assert.is(await count(engine.sql, `SELECT uniqExact(message_id) AS n FROM ${events("spread")}`), 1500);
     const partitions = `SELECT uniqExact(partition) AS n FROM system.parts WHERE database = '${db("spread")}' AND table = 'events' AND active`;
     assert.is(await count(engine.sql, partitions), 1500, "one partition a month, no more");
@@ -382,7 +382,7 @@ SELECT 'ws1', toDateTime(${quoteString(at.slice(0, 19).replace("T", " "))}), ${q
     assert.is(await count(engine.sql, `SELECT count() AS n FROM \`${d}\`.events`), 1);
   });
 
-  s("the sink's read of ClickHouse's replicas (sink/redundancy.ts) names columns this engine's system.replicas has", async () => {
+  s("the sink's read of ClickHouse's replicas (sink/monitors/redundancy.ts) names columns this engine's system.replicas has", async () => {
     // One server has no replicated table: no row, but every column must exist (the cluster suite reads real rows).
     const rows = await engine.sql.rows(`SELECT ${REPLICA_COLUMNS} FROM system.replicas LIMIT 1`);
     assert.ok(rows.length <= 1);

@@ -8,13 +8,13 @@ import { suite } from "uvu";
 import { Chdb } from "../support/chdb";
 import { tableDdl } from "../../schemas/clickhouse/events";
 import { rejectedTableDdl } from "../../schemas/clickhouse/tables";
-import { probeQuery, PROBE_BODY, clickhouseProbe } from "../../sink/writer";
+import { probeQuery, PROBE_BODY, clickhouseProbe } from "../../sink/loop/writer";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS } from "../../schemas/row";
 import * as assert from "uvu/assert";
 import { LiveStack, type Service, waitFor, stopService } from "../support/harness";
 import { type ClickHouseClient, createClient, ClickHouseLogLevel } from "@clickhouse/client";
 import { clickhouseConfig } from "../../schemas/config";
-import { isRefusal } from "../../sink/grants";
+import { isRefusal } from "../../sink/upkeep/grants";
 
 const current = suite("rights check statements on current ClickHouse (chdb)");
 let chdb: Chdb;

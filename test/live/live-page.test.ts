@@ -15,7 +15,7 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { LiveItem } from "../../ingest/live/items";
-import { settingsDocument } from "../../ingest/settings";
+import { settingsDocument } from "../../ingest/http/settings";
 import { adminPort, basic, LiveStack, waitFor } from "../support/harness";
 import { ROOT } from "../support/paths";
 import { serveShop } from "../support/shop";

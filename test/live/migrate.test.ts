@@ -17,7 +17,7 @@ import { Chdb } from "../support/chdb";
 import { type TableRow, existingObjectsQuery, classifyExisting } from "../../deploy/setup/ownership";
 import { LiveStack, waitFor, stopService } from "../support/harness";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
-import { dropExpiredPartitions } from "../../sink/retention";
+import { dropExpiredPartitions } from "../../sink/upkeep/retention";
 
 /** The columns of rejected_messages, per dialect, as system.columns reports them. */
 const REJECTED_COLUMNS: Record<Dialect, [string, string][]> = {

@@ -295,7 +295,7 @@ live("an earlier release's envelope (format 1) on the topic lands like the inges
   // An earlier release's envelope was not enriched by its ingest: the sink stores the defaults.
   const enriched = Object.fromEntries(ENRICHMENT_COLUMNS.map((c) => [c, (stored as unknown as Record<string, unknown>)[c]]));
   assert.is(enriched.country, "US", "the ingest's row: 66.249.66.1 in the bundled database");
-  // The ingest lists a shape's keys only until a request listing it was acknowledged (ingest/catalog.ts):
+  // The ingest lists a shape's keys only until a request listing it was acknowledged (ingest/records/catalog.ts):
   // its row carries the list or, when an earlier test sent this traits shape, the hash alone.
   assert.is(legacy!.catalog_keys?.length, 5, "the sink lists a format-1 envelope's keys itself");
   assert.ok(

@@ -4,7 +4,7 @@
  * spent a request keyed in its headers is answered 429 before its body is read (a review of
  * 2026-11-27: with the items bucket kept at a few tokens, 2,500-item gzip batches were read,
  * inflated and parsed and then refused for free). The SDK-retry case (a 429 takes no item token)
- * is test/unit/ingest/ratelimit.test.ts's.
+ * is test/unit/ingest/admission/ratelimit.test.ts's.
  */
 import { randomUUID } from "node:crypto";
 import { request } from "node:http";

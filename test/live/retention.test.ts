@@ -18,7 +18,7 @@ import type { ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
 import { messageRow } from "../../schemas/row";
 import { migrate } from "../../deploy/setup/migrate";
-import { applyRetention } from "../../sink/retention";
+import { applyRetention } from "../../sink/upkeep/retention";
 import { openCurrentEngine, openLegacyServer, type OpenEngine } from "../support/engines";
 
 const DAY_MS = 86_400_000;

@@ -1,6 +1,6 @@
 /**
- * Live: what a sender holding no valid key can make the ingest do (ingest/networks.ts,
- * ingest/budget.ts, the settings' Host). The attackers run in a process of their own, from
+ * Live: what a sender holding no valid key can make the ingest do (ingest/admission/networks.ts,
+ * ingest/admission/budget.ts, the settings' Host). The attackers run in a process of their own, from
  * source addresses of other /24 networks of 127/8 (Linux answers the whole block on loopback);
  * the traffic measured here comes from 127.0.0.1. Prints each phase's figures (the closing
  * notes quote them); asserts what the answers were, not how fast they came.

@@ -1,6 +1,6 @@
 /**
  * Unit twins: each source file of ingest/, sink/, schemas/ and deploy/ has its unit test beside the
- * tree (`ingest/app.ts` -> `test/unit/ingest/app.test.ts`), or is listed in NO_TWIN with why not:
+ * tree (`ingest/http/app.ts` -> `test/unit/ingest/http/app.test.ts`), or is listed in NO_TWIN with why not:
  * wiring and entry points are run by the live tests against real servers, DDL by the migration's
  * live tests, types have nothing to run, and some modules are tested through the twin of the one
  * that uses them. A new file without a twin, or a listed one that gained a twin or went away,
@@ -22,26 +22,29 @@ const NO_TWIN: Record<string, string> = {
   "deploy/setup/config.ts": "settings: test/unit/schemas/config.test.ts",
   "deploy/setup/main.ts": "entry point of the setup every live stack runs first (test/support/harness.ts)",
   "deploy/setup/migrate.ts": "DDL applied to live servers: test/live/migrate.test.ts, engines.test.ts",
-  "ingest/agent-text.ts": "through test/unit/ingest/enrich.test.ts (every agent of test/fixtures/user-agents.txt)",
-  "ingest/answer.ts": "every error answered through the app: test/unit/ingest/app.test.ts, refusals.test.ts",
-  "ingest/app-deps.ts": "types only",
-  "ingest/charset.ts": "through test/unit/ingest/body.test.ts and app.test.ts (charsets of bodies)",
+  "ingest/records/agent-text.ts": "through test/unit/ingest/records/enrich.test.ts (every agent of test/fixtures/user-agents.txt)",
+  "ingest/http/admin.ts":
+    "the admin app with the live routes: test/unit/ingest/live/routes.test.ts; its timeouts and connection cap: test/live/live-admin.test.ts",
+  "ingest/http/answer.ts": "every error answered through the app: test/unit/ingest/http/app.test.ts, refusals.test.ts",
+  "ingest/http/app-deps.ts": "types only",
+  "ingest/http/charset.ts": "through test/unit/ingest/http/body.test.ts and app.test.ts (charsets of bodies)",
   "ingest/config.ts": "settings: test/unit/schemas/config.test.ts",
-  "ingest/json-body.ts": "through the app: test/unit/ingest/app.test.ts and body.test.ts (content types, encodings, nesting)",
-  "ingest/limits.ts": "types and defaults: through the twins of their users (envelope, senders, rejected)",
+  "ingest/http/json-body.ts": "through the app: test/unit/ingest/http/app.test.ts and body.test.ts (content types, encodings, nesting)",
+  "ingest/admission/limits.ts": "types and defaults: through the twins of their users (records/build, admission/senders, records/rejected)",
   "ingest/live/feed.ts": "through test/unit/ingest/live/routes.test.ts",
   "ingest/live/page.ts": "the page's text and script: opened in Chromium by test/live/live-page.test.ts",
   "ingest/live/tail.ts": "a Kafka consumer: test/live/live.test.ts",
   "ingest/live/thread.ts": "the worker's owner: through test/unit/ingest/live/routes.test.ts and test/live/live.test.ts",
   "ingest/live/worker.ts": "a worker thread over Kafka: test/live/live.test.ts, live-admin.test.ts",
   "ingest/main.ts": "entry point (config, signals, workers): started by every live stack; test/live/ingest-workers.test.ts",
-  "ingest/metrics.ts": "prom-client registries: through test/unit/ingest/refusals.test.ts and the live /metrics checks",
-  "ingest/parsed-size.ts": "through test/unit/ingest/budget.test.ts",
-  "ingest/post.ts": "every POST through the app: test/unit/ingest/app.test.ts, refusals.test.ts, senders.test.ts",
+  "ingest/metrics.ts": "prom-client registries: through test/unit/ingest/http/refusals.test.ts and the live /metrics checks",
+  "ingest/http/parsed-size.ts": "through test/unit/ingest/admission/budget.test.ts",
+  "ingest/http/post.ts":
+    "every POST through the app: test/unit/ingest/http/app.test.ts, refusals.test.ts, test/unit/ingest/admission/senders.test.ts",
   "ingest/service.ts": "wiring: started by every live stack (test/support/harness.ts)",
-  "ingest/settings-route.ts": "through the app: test/unit/ingest/settings.test.ts",
+  "ingest/http/settings-route.ts": "through the app: test/unit/ingest/http/settings.test.ts",
   "ingest/stop.ts": "the stop order against real servers: test/live/stop.test.ts",
-  "ingest/unkeyed.ts": "through the app: test/unit/ingest/networks.test.ts, app.test.ts",
+  "ingest/http/unkeyed.ts": "through the app: test/unit/ingest/admission/networks.test.ts, app.test.ts",
   "schemas/clickhouse/analyst.ts":
     "DDL: read by test/unit/schemas/clickhouse/cluster.test.ts, aggregates.test.ts; applied by test/live/migrate.test.ts",
   "schemas/clickhouse/catalog.ts":
@@ -50,22 +53,23 @@ const NO_TWIN: Record<string, string> = {
   "schemas/clickhouse/events.ts": "DDL: read by test/unit/schemas/clickhouse/cluster.test.ts; applied by test/live/migrate.test.ts",
   "schemas/clickhouse/mutations.ts": "waits on a live server's mutations: test/live/privacy.test.ts, migrate.test.ts",
   "schemas/clickhouse/tables.ts": "DDL: read by test/unit/schemas/clickhouse/cluster.test.ts; applied by test/live/migrate.test.ts",
-  "schemas/enrichment.ts": "types and columns: through test/unit/sink/decode.test.ts",
-  "schemas/envelope.ts": "the record's shape and headers: through test/unit/ingest/envelope.test.ts, producer.test.ts",
-  "schemas/guards.ts": "typia-generated validators: through test/unit/ingest/validate.test.ts, test/unit/schemas/config.test.ts",
+  "schemas/enrichment.ts": "types and columns: through test/unit/sink/loop/decode.test.ts",
+  "schemas/envelope.ts":
+    "the record's shape and headers: through test/unit/ingest/records/build.test.ts, test/unit/ingest/producer.test.ts",
+  "schemas/guards.ts": "typia-generated validators: through test/unit/ingest/records/validate.test.ts, test/unit/schemas/config.test.ts",
   "schemas/kafka/client.ts": "the Kafka client factory: every live test connects through it",
   "schemas/kafka/record-batch.ts": "byte for byte with kafkajs through test/unit/schemas/kafka/produce-encoding.test.ts",
-  "schemas/messages.ts": "types: through test/unit/ingest/validate.test.ts, routes.test.ts",
+  "schemas/messages.ts": "types: through test/unit/ingest/records/validate.test.ts, test/unit/ingest/http/routes.test.ts",
   "schemas/privacy/ids.ts": "through test/unit/schemas/privacy/list.test.ts (rowIds, itemIds)",
   "schemas/privacy/parts.ts": "through test/unit/schemas/privacy/list.test.ts",
-  "schemas/row-extra.ts": "the extra column: through test/unit/ingest/envelope.test.ts, test/unit/sink/decode.test.ts",
-  "schemas/row.ts": "the row's columns: through test/unit/sink/decode.test.ts, writer.test.ts, test/unit/ingest/envelope.test.ts",
+  "schemas/row-extra.ts": "the extra column: through test/unit/ingest/records/build.test.ts, test/unit/sink/loop/decode.test.ts",
+  "schemas/row.ts": "the row's columns: through test/unit/sink/loop/decode.test.ts, writer.test.ts, test/unit/ingest/records/build.test.ts",
   "sink/config.ts": "settings: test/unit/schemas/config.test.ts",
-  "sink/crash.ts": "the fault hook (SINK_CRASH_AT): test/live/pipeline.test.ts kills the sink with it",
+  "sink/loop/crash.ts": "the fault hook (SINK_CRASH_AT): test/live/pipeline.test.ts kills the sink with it",
   "sink/main.ts": "entry point (config, signals): started by every live stack",
-  "sink/maintenance.ts": "the schedule of retention.ts's steps on a live server: test/live/retention.test.ts",
-  "sink/metrics.ts": "prom-client registries: through test/unit/sink/consumer.test.ts and the live /metrics checks",
-  "sink/monitors.ts": "timers over Kafka and ClickHouse: /metrics in test/live/ops.test.ts, dlq.test.ts",
+  "sink/upkeep/maintenance.ts": "the schedule of retention.ts's steps on a live server: test/live/retention.test.ts",
+  "sink/metrics.ts": "prom-client registries: through test/unit/sink/loop/consumer.test.ts and the live /metrics checks",
+  "sink/monitors/start.ts": "timers over Kafka and ClickHouse: /metrics in test/live/ops.test.ts, dlq.test.ts",
   "sink/service.ts": "wiring: started by every live stack (test/support/harness.ts)",
 };
 

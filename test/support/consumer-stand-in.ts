@@ -1,6 +1,6 @@
 /**
  * A stand-in for the kafkajs Consumer object, for the unit tests of what reacts to its crashes
- * (schemas/kafka/reconnect.ts, sink/consumer.ts): it records the lifecycle calls made to it, its
+ * (schemas/kafka/reconnect.ts, sink/loop/consumer.ts): it records the lifecycle calls made to it, its
  * first `failConnects` connects fail, and `crash(restart)` emits kafkajs's `consumer.crash`.
  */
 import { EventEmitter } from "node:events";

@@ -1,6 +1,6 @@
 /**
  * The two engines a live suite runs on: ClickHouse 18.16 (the local server, as the sink connects:
- * ISO 8601 times read with best_effort, sink/writer.ts) and current ClickHouse (chdb).
+ * ISO 8601 times read with best_effort, sink/loop/writer.ts) and current ClickHouse (chdb).
  */
 import { createClient } from "@clickhouse/client";
 import { clientSql, type Sql } from "../../schemas/clickhouse/client";

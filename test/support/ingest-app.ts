@@ -1,5 +1,5 @@
 /**
- * The ingest app (ingest/app.ts) in this process, with fakes for what the service wires to Kafka:
+ * The ingest app (ingest/http/app.ts) in this process, with fakes for what the service wires to Kafka:
  * `produce` records what it is given (or fails as told), writeKey `wk` belongs to workspace `ws`.
  * For unit tests of the HTTP behaviour; the real producer and broker are the live tests'.
  */
@@ -8,11 +8,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import type { EventRecord } from "../../schemas/envelope";
-import { createApp, type AppDeps } from "../../ingest/app";
-import { WriteKeys } from "../../ingest/auth";
-import { parseWriteKeys } from "../../ingest/keys";
+import { createApp, type AppDeps } from "../../ingest/http/app";
+import { WriteKeys } from "../../ingest/admission/auth";
+import { parseWriteKeys } from "../../ingest/admission/keys";
 import { ingestMetrics } from "../../ingest/metrics";
-import { TokenBuckets } from "../../ingest/ratelimit";
+import { TokenBuckets } from "../../ingest/admission/ratelimit";
 
 /** A running in-process ingest: its base URL, what it produced, and a way to close it. */
 export interface InProcessIngest {

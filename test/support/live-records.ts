@@ -1,11 +1,11 @@
 /**
- * Records as the ingest puts them on its topics (ingest/envelope.ts buildRecords and
+ * Records as the ingest puts them on its topics (ingest/records/build.ts buildRecords and
  * buildRejected), wrapped as the live tail keeps them (ingest/live/items.ts LiveRecord), for the
  * unit tests of the live view.
  */
 import type { Message } from "../../schemas/messages";
-import { buildRecords } from "../../ingest/envelope";
-import { buildRejected } from "../../ingest/rejected";
+import { buildRecords } from "../../ingest/records/build";
+import { buildRejected } from "../../ingest/records/rejected";
 import { recordWorkspace, type LiveRecord } from "../../ingest/live/items";
 
 let offset = 0;

@@ -1,6 +1,6 @@
 /**
  * A row of the month parts query (schemas/clickhouse/partitions.ts), for the unit tests of what
- * reads it (test/unit/schemas/clickhouse/partitions.test.ts, test/unit/sink/retention.test.ts).
+ * reads it (test/unit/schemas/clickhouse/partitions.test.ts, test/unit/sink/upkeep/retention.test.ts).
  */
 import type { MonthParts } from "../../schemas/clickhouse/partitions";
 

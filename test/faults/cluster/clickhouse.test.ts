@@ -64,7 +64,7 @@ cluster("one ClickHouse replica stopped 60 s under load, then restarted and caug
   await clusterSh("clickhouse", "3", "stop");
   const stoppedAt = Date.now();
   const rowsAtStop = await localRows(4, userId);
-  // The sink reads the shards' replicas every 15 s (sink/redundancy.ts): shard 2's tables show 1 of 2 up.
+  // The sink reads the shards' replicas every 15 s (sink/monitors/redundancy.ts): shard 2's tables show 1 of 2 up.
   const metricsUrl = `http://127.0.0.1:${await sinkPort(stack.sink!)}/metrics`;
   const down = await waitFor(
     "the sink reports shard 2's replica down",

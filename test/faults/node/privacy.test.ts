@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { CLIENT_TIME_WINDOW, inClientTimeWindow } from "../../../ingest/envelope";
+import { CLIENT_TIME_WINDOW, inClientTimeWindow } from "../../../ingest/records/build";
 import { REJECTED_TABLE } from "../../../schemas/clickhouse/tables";
 import { basic, LiveStack, sqlList, waitFor } from "../../support/harness";
 import { lagBackToZero, rowsOf, server, sleep, verdict } from "./scenarios";

@@ -14,7 +14,8 @@ import { LiveFeed, sseFrame } from "../../../../ingest/live/feed";
 import type { LiveFilter, LiveItem, LiveRecord } from "../../../../ingest/live/items";
 import { liveRouter } from "../../../../ingest/live/routes";
 import type { LiveWatcher } from "../../../../ingest/live/thread";
-import { ingestMetrics, metricsApp, type IngestMetrics } from "../../../../ingest/metrics";
+import { metricsApp } from "../../../../ingest/http/admin";
+import { ingestMetrics, type IngestMetrics } from "../../../../ingest/metrics";
 import { acceptedRecord, refusedRecord } from "../../../support/live-records";
 
 const TOKEN = "a-long-enough-admin-token";

@@ -7,7 +7,7 @@ import { chunkByBytes, BATCH_SLACK_BYTES, recordBytes, recordLimit } from "../..
 import { DLQ_HEADERS } from "../../../../schemas/envelope";
 import * as assert from "uvu/assert";
 import { type Producer } from "kafkajs";
-import { MAX_REASON_CHARS, sendDeadLetters } from "../../../../sink/dlq";
+import { MAX_REASON_CHARS, sendDeadLetters } from "../../../../sink/loop/dlq";
 
 const pure = suite("send chunks (pure)");
 

@@ -7,8 +7,8 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { buildRejected } from "../../../../ingest/rejected";
-import { deletionTargets } from "../../../../schemas/privacy/list";
+import { buildRejected } from "../../../../ingest/records/rejected";
+import { deletionTargets } from "../../../../schemas/privacy/deletion";
 import { ownRefused } from "../../../../schemas/privacy/refused";
 
 type Row = { workspace_id: string; raw: string; received_at?: number };
@@ -158,7 +158,7 @@ test("items stored before ids-first (ids after other keys) are still found, wher
 test("the over-deletion left (documented): an item without a userId first that names the ids only in nested data", () => {
   assert.ok(deletes("alice", linked, rawOf({ type: "track", anonymousId: "anon-zed", properties: { userId: "alice" } })));
   assert.ok(deletes("alice", linked, rawOf({ type: "track", anonymousId: "anon-zed", properties: { anonymousId: "anon-alice" } })));
-  // An empty userId is absent (ingest/coerce.ts), so not written first: the item is anonymous.
+  // An empty userId is absent (ingest/records/coerce.ts), so not written first: the item is anonymous.
   assert.ok(deletes("alice", linked, rawOf({ type: "track", userId: "", anonymousId: "anon-zed", properties: { userId: "alice" } })));
   assert.not.ok(
     deletes("alice", linked, rawOf({ userId: "", type: "track", anonymousId: "anon-zed", properties: { userId: "alice" } }, true)),
