@@ -11,6 +11,7 @@ import type { Admin, Kafka, Producer } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
 import { createApp, type AppDeps } from "./http/app";
+import type { AppCollaborators, AppProbes } from "./http/app-deps";
 import { Enricher, defaultCountryDbPath, openCountryDb } from "./records/enrich";
 import { CatalogCaps, SentShapes } from "./records/catalog";
 import { WriteKeys } from "./admission/auth";
@@ -21,7 +22,7 @@ import { openapiDocument } from "./http/openapi";
 import { Accumulator, kafkaSend } from "./producer";
 import { standInState } from "../schemas/kafka/stand-ins";
 import { recordLimit, topicMaxMessageBytes } from "../schemas/kafka/limits";
-import { createKafka } from "../schemas/kafka/client";
+import { createKafka, openAdmin } from "../schemas/kafka/client";
 import { createProducer } from "../schemas/kafka/producer";
 import { withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
@@ -76,11 +77,15 @@ export function stopBoundMs(config: Pick<IngestConfig, "drainDelayMs" | "request
   return config.drainDelayMs + config.requestTimeoutMs + 2 * config.produceTimeoutMs;
 }
 
-/** What the edge takes from the service around it: the producer, the keys, the suppressions and the state. */
-export type EdgeWiring = Pick<AppDeps, "writeKeys" | "privacy" | "produce" | "producerBytesHeld" | "isReady" | "isDraining" | "metrics"> & {
-  /** The largest Kafka record the topics take (schemas/kafka/limits.ts recordLimit), bytes. */
-  maxRecordBytes: number;
-};
+/**
+ * What the edge takes from the service around it: every probe (ingest/http/app-deps.ts AppProbes),
+ * and the collaborators the service owns (the producer, the keys, the suppressions, metrics).
+ */
+export type EdgeWiring = AppProbes &
+  Pick<AppCollaborators, "writeKeys" | "privacy" | "produce" | "metrics"> & {
+    /** The largest Kafka record the topics take (schemas/kafka/limits.ts recordLimit), bytes. */
+    maxRecordBytes: number;
+  };
 
 /**
  * The ingest app's dependencies as the service runs it, from its config and `wiring`: limits,
@@ -125,9 +130,8 @@ export function edgeDeps(config: IngestConfig, log: Logger, wiring: EdgeWiring):
 export async function start(config: IngestConfig, log: Logger): Promise<RunningIngest> {
   const kafka = createKafka(config.kafka);
   const producer = createProducer(kafka); // a failed send is sent again whole by kafkaSend
-  const admin = kafka.admin({ retry: { retries: 0 } });
   await producer.connect();
-  await admin.connect();
+  const admin = await openAdmin(kafka);
   const probe = kafkaProbe(admin, config.kafka.topic);
   const metrics = ingestMetrics();
   const { accumulator, maxBytes } = await accumulatorFor(kafka, producer, config, metrics);

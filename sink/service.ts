@@ -18,7 +18,7 @@ import type { SinkConfig } from "./config";
 import { standInState } from "../schemas/kafka/stand-ins";
 import { topicMaxMessageBytes } from "../schemas/kafka/limits";
 import { createProducer } from "../schemas/kafka/producer";
-import { createKafka } from "../schemas/kafka/client";
+import { createKafka, openAdmin } from "../schemas/kafka/client";
 import { itemIds, PrivacyList, rowIds, rowReceivedAt } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
 import { EVENT_ROW_COLUMNS, REJECTED_ROW_COLUMNS, type RejectedRow } from "../schemas/row";
@@ -68,9 +68,8 @@ export async function start(config: SinkConfig, log: Logger): Promise<RunningSin
   const consumers = { events: consumerOf(groups[config.kafka.topic]!), rejected: consumerOf(groups[config.kafka.rejectedTopic]!) };
   // No kafkajs retries: a failed DLQ send is retried whole by the flusher (schemas/kafka/producer.ts says why).
   const dlqProducer = createProducer(kafka);
-  const admin = kafka.admin({ retry: { retries: 0 } });
   const server = await checkClickHouse(client, ch);
-  await Promise.all([consumers.events.connect(), consumers.rejected.connect(), dlqProducer.connect(), admin.connect()]);
+  const [admin] = await Promise.all([openAdmin(kafka), consumers.events.connect(), consumers.rejected.connect(), dlqProducer.connect()]);
   // Users deleted or suppressed: read whole before the first fetch, then followed.
   const privacy = new PrivacyList();
   const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, `${config.kafka.clientId}-sink`, privacy, log);

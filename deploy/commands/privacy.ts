@@ -2,7 +2,7 @@
  * `users delete | suppress | unsuppress` (deploy/cli.ts): a request publishes the user's entry on
  * the suppressions topic first, so every sink drops the user's records still in Kafka and every
  * ingest drops their new messages when suppressed; a deletion then removes the stored rows with
- * mutations (schemas/privacy/list.ts deletionTargets), waits until ClickHouse applied them, waits for
+ * mutations (schemas/privacy/deletion.ts deletionTargets), waits until ClickHouse applied them, waits for
  * the sink to pass the offsets the topics had at the request, deletes again what a sink stored
  * before it read the entry, and writes one audit row in `privacy_requests`. Throws on Kafka or
  * ClickHouse failures (the request can be run again: every step is idempotent).

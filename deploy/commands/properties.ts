@@ -28,7 +28,6 @@ import { columnsQuery, dialectFor, storageName } from "../../schemas/clickhouse/
 import type { ClickHouseConfig } from "../../schemas/config";
 import { mutationWaiter } from "../../schemas/clickhouse/mutations";
 import { pollUntil } from "../../schemas/runtime/poll";
-import { sleep } from "../../schemas/runtime/retry";
 
 /**
  * What `materialize` did: the column, its type (of a column that existed, as system.columns
@@ -101,20 +100,22 @@ async function fillByMutation(sql: Sql, config: ClickHouseConfig, column: string
 /** 18.16: rewrites every partition with a part lacking the column; a rewrite the server skipped (a merge in the way) is asked again. */
 async function fillByRewrite(sql: Sql, config: ClickHouseConfig, column: string): Promise<string> {
   let rewritten = 0;
-  const deadline = Date.now() + FILL_WAIT_MS;
-  for (;;) {
+  let lacking = 0;
+  const rewriteLacking = async (): Promise<string | undefined> => {
     const partitions = (
       await sql.rows<{ partition: string }>(fillPartitionsQuery(config.database, config.table, column, config.cluster))
     ).map((p) => p.partition);
+    lacking = partitions.length;
     if (partitions.length === 0) return `${rewritten} partition rewrite(s)`;
-    if (Date.now() > deadline)
-      throw new Error(`${column}: ${partitions.length} partition(s) still lack the column after ${FILL_WAIT_MS} ms`);
-    if (rewritten > 0) await sleep(POLL_MS);
     for (const partition of partitions) {
       await sql.command(optimizePartitionDdl(config.database, config.table, partition, config.cluster));
       rewritten++;
     }
-  }
+    return undefined;
+  };
+  const done = await pollUntil(rewriteLacking, { intervalMs: POLL_MS, timeoutMs: FILL_WAIT_MS });
+  if (done === undefined) throw new Error(`${column}: ${lacking} partition(s) still lack the column after ${FILL_WAIT_MS} ms`);
+  return done;
 }
 
 /** Drops the key's column; false when there was none. */

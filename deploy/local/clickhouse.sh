@@ -27,8 +27,9 @@ HTTP_PORT=8123
 if [[ $HOSTPORT == *:* ]]; then HTTP_PORT="${HOSTPORT##*:}"; fi
 TCP_PORT="${CLICKHOUSE_TCP_PORT:-9000}"
 
-# shellcheck disable=SC2034 # NOUN and ENDPOINT are read by daemon.sh
+# shellcheck disable=SC2034 # NOUN, ENDPOINT and FAIL_LOGS are read by daemon.sh
 NOUN=server ENDPOINT="$URL"
+FAIL_LOGS=("$LOGS/clickhouse-server.err.log" "$LOGS/stdout.log")
 # shellcheck source=daemon.sh
 source "$HERE/daemon.sh"
 
@@ -40,17 +41,6 @@ answers() { [[ "$(curl -fsS --max-time 2 "$URL/ping" 2>/dev/null)" == "Ok." ]]; 
 ours() { [[ $1 =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF -- "--config-file=$CONFIG"; }
 
 
-fail() {
-  say "$*"
-  local f
-  for f in "$LOGS/clickhouse-server.err.log" "$LOGS/stdout.log"; do
-    if [[ -s $f ]]; then
-      say "last 30 lines of $f:"
-      tail -n 30 "$f"
-    fi
-  done
-  exit 1
-}
 
 server_bin() { command -v clickhouse-server || { [[ -x /usr/sbin/clickhouse-server ]] && echo /usr/sbin/clickhouse-server; }; }
 

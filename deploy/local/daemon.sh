@@ -1,8 +1,22 @@
 # shellcheck shell=bash
 # Sourced by kafka.sh, clickhouse.sh and zookeeper.sh: a background server tracked by the PID in a pidfile.
-# The caller defines NOUN (broker, server), ENDPOINT (for messages), PIDFILE, and the functions
-# say MSG, answers (it serves requests) and ours PID (PID is that server with our config: this
-# machine reaps no zombies, so `kill -0` is not enough, and a reused PID must never be killed).
+# The caller defines NOUN (broker, server), ENDPOINT (for messages), PIDFILE, FAIL_LOGS (the log
+# files fail prints the end of), and the functions say MSG, answers (it serves requests) and
+# ours PID (PID is that server with our config: this machine reaps no zombies, so `kill -0` is
+# not enough, and a reused PID must never be killed).
+
+# Says MSG, prints the last 30 lines of each non-empty file of FAIL_LOGS, and exits 1.
+fail() {
+  say "$*"
+  local f
+  for f in "${FAIL_LOGS[@]}"; do
+    if [[ -s $f ]]; then
+      say "last 30 lines of $f:"
+      tail -n 30 "$f"
+    fi
+  done
+  exit 1
+}
 
 # PID from the pidfile if that server is still running, else nothing.
 our_pid() {

@@ -38,8 +38,9 @@ HEAP="${KAFKA_HEAP:-512m}"
 # The broker's version: kafka-pom.xml's kafka.version (the production manifests run the same one).
 VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/kafka-pom.xml")"
 
-# shellcheck disable=SC2034 # NOUN and ENDPOINT are read by daemon.sh
+# shellcheck disable=SC2034 # NOUN, ENDPOINT and FAIL_LOGS are read by daemon.sh
 NOUN=broker ENDPOINT="$HOST:$PORT"
+FAIL_LOGS=("$LOG")
 # shellcheck source=daemon.sh
 source "$HERE/daemon.sh"
 
@@ -52,14 +53,6 @@ answers() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$PORT" 2>/dev/null; }
 ours() { [[ $1 =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "kafka.Kafka $PROPS"; }
 
 
-fail() {
-  say "$*"
-  if [[ -f $LOG ]]; then
-    say "last 30 lines of $LOG:"
-    tail -n 30 "$LOG"
-  fi
-  exit 1
-}
 
 fetch_jars() {
   if [[ -f $LIB/kafka_2.13-$VERSION.jar ]]; then return 0; fi

@@ -20,8 +20,9 @@ CFG="$DIR/zoo.cfg"
 PORT="${ZOOKEEPER_PORT:-22181}"
 JAR=/usr/share/java/zookeeper.jar
 
-# shellcheck disable=SC2034 # NOUN and ENDPOINT are read by daemon.sh
+# shellcheck disable=SC2034 # NOUN, ENDPOINT and FAIL_LOGS are read by daemon.sh
 NOUN=server ENDPOINT="127.0.0.1:$PORT"
+FAIL_LOGS=("$LOG")
 # shellcheck source=daemon.sh
 source "$HERE/daemon.sh"
 
@@ -38,14 +39,6 @@ answers() {
 # true if PID is a live server started with our zoo.cfg
 ours() { [[ $1 =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "QuorumPeerMain $CFG"; }
 
-fail() {
-  say "$*"
-  if [[ -f $LOG ]]; then
-    say "last 30 lines of $LOG:"
-    tail -n 30 "$LOG"
-  fi
-  exit 1
-}
 
 install_server() {
   if [[ -f $JAR ]]; then return 0; fi

@@ -15,20 +15,8 @@ import type { UnkeyedGate } from "../admission/networks";
 import type { TokenBuckets } from "../admission/ratelimit";
 import type { HostPolicy } from "./settings";
 
-/** What the app needs from the rest of the service. */
-export interface AppDeps {
-  writeKeys: WriteKeys;
-  /** Resolves when the broker acknowledged every record (see Accumulator.produce). */
-  produce: (records: EventRecord[]) => Promise<void>;
-  /** Whether the producer is connected and the service is not shutting down. */
-  isReady: () => boolean;
-  /**
-   * Whether the service is stopping (SIGTERM). Every answer then carries `Connection: close`: a
-   * keep-alive client opens its next connection elsewhere (behind kube-proxy, to a pod still
-   * ready), and the server's close, which ends only idle connections, is not held open by a
-   * client that keeps sending on a busy one.
-   */
-  isDraining: () => boolean;
+/** What the app is told, fixed at start: limits and timeouts, proxies, CORS, the addresses of the settings document, the OpenAPI document and the context policy. */
+export interface AppSettings {
   limits: Limits;
   /**
    * Proxies in front of the ingest that append to X-Forwarded-For (0: ignore the header). The
@@ -44,8 +32,6 @@ export interface AppDeps {
   maxInflightBytes: number;
   /** A request's whole body must arrive within this many ms of its headers, else 408 (INGEST_BODY_TIMEOUT_MS). */
   bodyTimeoutMs: number;
-  /** Bytes of records pending or in sends Kafka has not settled (Accumulator.bytesHeld). */
-  producerBytesHeld: () => number;
   /** Allowed CORS origins, or ["*"]. */
   corsOrigins: string[];
   /** Seconds a client should wait after a 503. */
@@ -57,6 +43,17 @@ export interface AppDeps {
    * ingest/http/settings.ts publicAddress): absent, loopback names and IP literals only.
    */
   allowedHosts?: HostPolicy;
+  /** The OpenAPI document served at /openapi.json. */
+  openapi: object;
+  /** Enrichment and IP_ANONYMIZE (ingest/records/enrich.ts); absent: neither. */
+  contextPolicy?: ContextPolicy;
+}
+
+/** What the app calls: write keys, the producer, the unkeyed gate and the rate buckets, the privacy list, metrics and the log. */
+export interface AppCollaborators {
+  writeKeys: WriteKeys;
+  /** Resolves when the broker acknowledged every record (see Accumulator.produce). */
+  produce: (records: EventRecord[]) => Promise<void>;
   /**
    * The work of requests whose writeKey is not checked yet, charged by client network
    * (ingest/admission/networks.ts); absent: not charged (unit tests of other parts).
@@ -66,13 +63,30 @@ export interface AppDeps {
   rateLimit: TokenBuckets;
   /** Per-workspace rate limit of decoded body bytes, paid by every body read (RATE_LIMIT_BYTES_PER_SECOND). */
   bytesLimit: TokenBuckets;
-  /** The OpenAPI document served at /openapi.json. */
-  openapi: object;
-  metrics: IngestMetrics;
   /** Users deleted or suppressed (schemas/privacy/follower.ts follows the topic); absent: none. */
   privacy?: PrivacyList;
+  metrics: IngestMetrics;
   /** Each request logs through a child with its request id; never a writeKey or a body at info. */
   log: Logger;
-  /** Enrichment and IP_ANONYMIZE (ingest/records/enrich.ts); absent: neither. */
-  contextPolicy?: ContextPolicy;
 }
+
+/** What the app reads of the service's state at each request: readiness, draining, and the producer's bytes held. */
+export interface AppProbes {
+  /** Whether the producer is connected and the service is not shutting down. */
+  isReady: () => boolean;
+  /**
+   * Whether the service is stopping (SIGTERM). Every answer then carries `Connection: close`: a
+   * keep-alive client opens its next connection elsewhere (behind kube-proxy, to a pod still
+   * ready), and the server's close, which ends only idle connections, is not held open by a
+   * client that keeps sending on a busy one.
+   */
+  isDraining: () => boolean;
+  /** Bytes of records pending or in sends Kafka has not settled (Accumulator.bytesHeld). */
+  producerBytesHeld: () => number;
+}
+
+/**
+ * What the app needs from the rest of the service: its settings, its collaborators and its probes,
+ * one flat object (a test overrides any field of any group by name).
+ */
+export type AppDeps = AppSettings & AppCollaborators & AppProbes;

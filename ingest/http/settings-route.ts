@@ -6,9 +6,9 @@
  */
 import type Koa from "koa";
 import { hostNotAllowed, unknownProject } from "./errors";
-import { networkOf, type GateRefusal, type UnkeyedGate } from "../admission/networks";
-import { publicAddress, settingsDocument, type HostPolicy } from "./settings";
-import type { WriteKeys } from "../admission/auth";
+import { networkOf, type GateRefusal } from "../admission/networks";
+import { publicAddress, settingsDocument } from "./settings";
+import type { AppCollaborators, AppSettings } from "./app-deps";
 
 /**
  * How long a settings document may be kept, s (writeKeys and the address rarely change): by any
@@ -18,13 +18,8 @@ import type { WriteKeys } from "../admission/auth";
  */
 const SETTINGS_MAX_AGE_SECONDS = 300;
 
-/** What the settings route reads of the app's dependencies (ingest/http/app.ts AppDeps). */
-export interface SettingsDeps {
-  writeKeys: WriteKeys;
-  publicUrl?: string;
-  allowedHosts?: HostPolicy;
-  unkeyedGate?: UnkeyedGate;
-}
+/** What the settings route reads of the app's dependencies (ingest/http/app-deps.ts). */
+export type SettingsDeps = Pick<AppCollaborators, "writeKeys" | "unkeyedGate"> & Pick<AppSettings, "publicUrl" | "allowedHosts">;
 
 /** The settings route's handler; `refuse` answers a network's refusal (ingest/http/unkeyed.ts networkRefusal). */
 export function settingsRoute(

@@ -4,9 +4,10 @@
  */
 import { scanWriteKeys, type AuthHeaders, type AuthResult, type WriteKeys } from "../admission/auth";
 import { assertAuthenticated, rateLimited, unkeyedLimited } from "./errors";
+import type { AppCollaborators } from "./app-deps";
 import type { IngestMetrics } from "../metrics";
-import { networkOf, Throttle, type GateRefusal, type UnkeyedAccount, type UnkeyedGate } from "../admission/networks";
-import { emptyBucket, type TokenBuckets } from "../admission/ratelimit";
+import { networkOf, Throttle, type GateRefusal, type UnkeyedAccount } from "../admission/networks";
+import { emptyBucket } from "../admission/ratelimit";
 
 /**
  * A function that answers a network's refusal: counts it (`ingest_requests_unread_total`
@@ -47,14 +48,8 @@ export interface Admission {
   account?: UnkeyedAccount;
 }
 
-/** What admitPost reads of the app's dependencies (ingest/http/app.ts AppDeps). */
-export interface AdmitDeps {
-  writeKeys: WriteKeys;
-  unkeyedGate?: UnkeyedGate;
-  rateLimit: TokenBuckets;
-  bytesLimit: TokenBuckets;
-  metrics: IngestMetrics;
-}
+/** What admitPost reads of the app's dependencies: collaborators only (ingest/http/app-deps.ts). */
+export type AdmitDeps = Pick<AppCollaborators, "writeKeys" | "unkeyedGate" | "rateLimit" | "bytesLimit" | "metrics">;
 
 /**
  * Decides, before a POST's body is read, whether it is read: a key header is looked up (unless

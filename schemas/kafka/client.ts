@@ -29,3 +29,15 @@ export async function withAdmin<T>(kafka: Kafka, fn: (admin: Admin) => Promise<T
     await admin.disconnect();
   }
 }
+
+/**
+ * A connected admin client that lives as long as its process (the ingest's readiness probe, the
+ * sink's lag, DLQ age and copies), with no kafkajs retries: each caller asks again on its own
+ * interval, and a probe must fail fast. Its owner disconnects it at stop. Throws when Kafka is
+ * unreachable (the process then exits and its supervisor restarts it).
+ */
+export async function openAdmin(kafka: Kafka): Promise<Admin> {
+  const admin = kafka.admin({ retry: { retries: 0 } });
+  await admin.connect();
+  return admin;
+}

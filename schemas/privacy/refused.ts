@@ -1,6 +1,6 @@
 /**
  * How `users delete` finds a user's refused items (`rejected_messages.raw`, the item's JSON text),
- * for schemas/privacy/list.ts deletionTargets. Pure; plain string functions, the same on
+ * for schemas/privacy/deletion.ts deletionTargets. Pure; plain string functions, the same on
  * ClickHouse 18.16 and current ClickHouse (18.16 has no JSON parser but visitParam*, which finds a
  * key at any depth).
  *
