@@ -4,7 +4,7 @@
  * test/support/tools.sh): `promtool check rules` on the rule groups, `promtool test rules` on
  * test/repo/alerts.test.yaml, which must hold a firing and a quiet case of every alert; a copy
  * with one threshold changed must fail those tests. Every runbook named has its section in
- * docs/OPERATIONS.md; every metric the rules and the dashboard read is one the processes export
+ * docs/RUNBOOKS.md; every metric the rules and the dashboard read is one the processes export
  * (or up, or the kubelet's volume statistics), and no series is split by workspace; the volume
  * rules select the PVC names the operators make from deploy/k8s/operators. The live run against the local stack is test/faults/node/alerts.test.ts.
  */
@@ -161,10 +161,10 @@ test("the volume rules select the PVCs the operators' manifests make, in their n
   }
 });
 
-test("every runbook has its section in docs/OPERATIONS.md", () => {
-  const operations = readFileSync(join(ROOT, "docs", "OPERATIONS.md"), "utf8");
+test("every runbook has its section in docs/RUNBOOKS.md", () => {
+  const runbooks = readFileSync(join(ROOT, "docs", "RUNBOOKS.md"), "utf8");
   const anchors = new Set(
-    [...operations.matchAll(/^#+ (.+)$/gm)].map((m) =>
+    [...runbooks.matchAll(/^#+ (.+)$/gm)].map((m) =>
       m[1]!
         .toLowerCase()
         .replace(/[^\w\- ]/g, "")
@@ -173,8 +173,8 @@ test("every runbook has its section in docs/OPERATIONS.md", () => {
   );
   for (const { alert, annotations } of alerts) {
     const runbook = String(annotations.runbook ?? "");
-    assert.is(runbook, `docs/OPERATIONS.md#${alert.toLowerCase()}`, alert);
-    assert.ok(anchors.has(alert.toLowerCase()), `docs/OPERATIONS.md has no section ${alert}`);
+    assert.is(runbook, `docs/RUNBOOKS.md#${alert.toLowerCase()}`, alert);
+    assert.ok(anchors.has(alert.toLowerCase()), `docs/RUNBOOKS.md has no section ${alert}`);
   }
 });
 

@@ -3,10 +3,11 @@
  * comments of the source exists (CHANGELOG.md is history and may name what has since moved); read
  * as Markdown (test/support/markdown.ts: markdown-it, GitHub's slugs), every code fence is closed
  * and every relative link and anchor resolves; and docs/DESIGN.md's path of one event names each source file under the
- * folder it lives in, and nothing that is not there.
+ * folder it lives in, and nothing that is not there. Each document stays short enough for its one
+ * reader to finish: README.md and every Markdown file under docs/ under 25 KiB (CHANGELOG.md, a log, is exempt).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -130,6 +131,37 @@ test("docs/DESIGN.md's path of one event names every source file in its folder's
     }
   }
   assert.equal(problems, [], problems.join("\n"));
+});
+
+/** The most a document may weigh, in bytes (25 KiB): README.md and docs/ (CHANGELOG.md, a log, is exempt). */
+const MAX_DOC_BYTES = 25 * 1024;
+
+/** The documents of `sizes` at or over `max` bytes, each with its size. */
+export function oversized(sizes: [file: string, bytes: number][], max: number): string[] {
+  return sizes.filter(([, bytes]) => bytes >= max).map(([file, bytes]) => `${file}: ${bytes} bytes (must be under ${max})`);
+}
+
+test("oversized names a document at the limit, with its size, and passes one a byte under (the check can fail)", () => {
+  assert.equal(
+    oversized(
+      [
+        ["docs/BIG.md", MAX_DOC_BYTES],
+        ["docs/SMALL.md", MAX_DOC_BYTES - 1],
+      ],
+      MAX_DOC_BYTES,
+    ),
+    ["docs/BIG.md: 25600 bytes (must be under 25600)"],
+  );
+});
+
+test("README.md and every Markdown file under docs/ is under 25 KiB (CHANGELOG.md is exempt)", () => {
+  const files = tracked.filter((f) => f === "README.md" || /^docs\/.*\.md$/.test(f));
+  assert.ok(files.includes("README.md") && files.some((f) => f.startsWith("docs/")), files.join(" "));
+  const over = oversized(
+    files.map((f): [string, number] => [f, statSync(join(ROOT, f)).size]),
+    MAX_DOC_BYTES,
+  );
+  assert.equal(over, [], over.join("\n"));
 });
 
 test.run();
