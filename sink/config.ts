@@ -19,7 +19,7 @@ export interface SinkConfig {
   /**
    * Least bytes a fetch waits for, and how long at most, ms (env SINK_FETCH_MIN_BYTES,
    * SINK_FETCH_MAX_WAIT_MS; Kafka's fetch.min.bytes and fetch.max.wait.ms). Fewer, larger
-   * fetches: at 23K events/s the sink's CPU per event fell from 15.1 to 9.8 µs (docs/PERFORMANCE.md).
+   * fetches: at 23K events/s the sink's CPU per event fell from 15.1 to 9.8 µs (CHANGELOG.md, Performance history).
    */
   fetchMinBytes: Positive;
   fetchMaxWaitMs: Positive;

@@ -2,7 +2,7 @@
 # Local cluster for the replication tests, all on 127.0.0.1 with data under .stack/cluster:
 # three KRaft Kafka nodes, one ZooKeeper, and ClickHouse with two shards of two replicas
 # (cluster `pipeline`, coordinated by the ZooKeeper). 18.16's ON CLUSTER queue can stop on a
-# replica after an ALTER of a Replicated table (docs/OPERATIONS.md, Running on a cluster).
+# replica after an ALTER of a Replicated table (docs/CLUSTER.md).
 #
 #   deploy/local/cluster.sh start|stop|status|pid N
 #   deploy/local/cluster.sh node N start|stop|status          (Kafka node N, 1-3)

@@ -14,7 +14,7 @@ export type RetentionMs = -1 | (number & tags.Type<"uint64"> & tags.Minimum<3_60
  * days): long enough to outlast a sink or ClickHouse outage (a record past retention is gone
  * before it was stored) and Kafka's default of 7 days; short enough that a deleted user's records,
  * which sinks drop but which stay on the brokers until retention removes them, go within about a
- * month (docs/OPERATIONS.md, Kafka topic retention).
+ * month (docs/RUNNING.md, Kafka topic retention).
  */
 export const DEFAULT_RETENTION_MS = 30 * 24 * 3_600_000;
 

@@ -7,7 +7,7 @@
  * of keys and types (the events columns `catalog_keys` and `catalog_shape`, filled by the ingest:
  * 18.16 cannot list a JSON object's keys). Messages of one event share a few shapes, so the view groups a block into
  * few rows, and the keys are spread out only when the catalog is read: one view, not one per
- * catalog, costs the insert less (measured: docs/DESIGN.md). `count` is uniq(message_id), so a
+ * catalog, costs the insert less (measured: docs/ANALYST-MODEL.md). `count` is uniq(message_id), so a
  * retried message counts once (exact below 65,536 messages, about 1% off above: ClickHouse's uniq).
  */
 import { OVER_CAP_SHAPE, SOURCE_CODES, TYPE_CODES } from "../catalog";

@@ -193,7 +193,7 @@ export function addColumnsDdl(
 /**
  * Columns whose type a later release changed, with the type wanted: `event` became
  * LowCardinality on current ClickHouse (a 30-day property query from 0.29 to 0.20-0.27 s at 20M
- * events, docs/PERFORMANCE.md); 18.16 keeps String.
+ * events, docs/QUERY-PERFORMANCE.md); 18.16 keeps String.
  */
 const RETYPED_COLUMNS = (d: Dialect): [name: string, type: string][] => [["event", TYPES[d].lowString]];
 

@@ -37,7 +37,7 @@ export const QUIET_SHARE = 0.01;
  * daily. Small late
  * parts cost current ClickHouse's FINAL little: it merges only the key ranges parts share (a month
  * of 3M rows, FINAL count: 0.066 s in one part, 0.105 s with 10 one-row late parts beside it,
- * 0.390 s in six parts; chdb 26.9, docs/PERFORMANCE.md).
+ * 0.390 s in six parts; chdb 26.9, CHANGELOG.md).
  */
 export const MERGED_SHARE = 0.9;
 

@@ -7,7 +7,7 @@
  * body into the batch, the batch into its partition, the partition into its topic, the topic into
  * the request, and the request into its frame: eight copies of every record value, each into a
  * new zero-filled buffer grown by doubling, 11-16 KB of allocation for a 953-byte record
- * (docs/PERFORMANCE.md, "The batch path, third pass"), plus the objects of its varint and 64-bit
+ * (CHANGELOG.md, Performance history: "The batch path, third pass"), plus the objects of its varint and 64-bit
  * helpers. Here the sizes are computed first (the formulas are kafkajs's own: `Encoder.sizeOf*`),
  * the record batch (record-batch.ts), its partition and its topic are written straight into the request's buffer,
  * the checksum is computed over the batch's bytes where they lie, and the frame is one more copy.

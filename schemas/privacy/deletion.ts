@@ -80,7 +80,7 @@ function packed(ids: readonly string[], cost: (id: string) => number): string[][
 }
 
 /**
- * What `users delete` removes, by the identity rules (docs/API.md): events received up to
+ * What `users delete` removes, by the identity rules (docs/PRIVACY.md): events received up to
  * `before` (seconds since the epoch, rounded up: 18.16 keeps received_at in seconds) whose userId
  * is the user's, or that have no userId and an anonymousId that is the userId or one of the
  * linked ids (never another user's identified rows, whatever ids were linked); the user's `users`

@@ -55,7 +55,7 @@ export function parseEntry(value: Buffer | string | null): PrivacyEntry | undefi
  * device's anonymousId). `drops` is the one question the ingest and the sink ask per message;
  * it costs a map lookup while no user is listed for the id.
  *
- * The identity rules (docs/API.md, Identity and deletion): a message with a userId belongs to
+ * The identity rules (docs/PRIVACY.md, Identity and deletion): a message with a userId belongs to
  * that userId only, so it is matched against entries of that user, never against the ids linked
  * to another user (any writeKey holder can send `identify {userId: mallory, anonymousId: alice}`
  * and so link alice's userId to mallory). A message without a userId is matched by its

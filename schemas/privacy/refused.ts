@@ -14,7 +14,7 @@
  * stored by an earlier release may still have one, after other keys. Both are matched by the ids
  * anywhere in their text, quoted or, for ids that are numbers' text, as those numbers, so none of
  * the user's own items is missed, but for an earlier release's item that begins with a blank
- * userId other than "" (it reads as identified by it). What that leaves (docs/API.md): such an
+ * userId other than "" (it reads as identified by it). What that leaves (docs/PRIVACY.md): such an
  * item is also deleted when it names the user's userId as `"userId"` (not for
  * an earlier release's `{"userId":"",...}`), or a linked id as `"anonymousId"` or `"previousId"`, only in nested data;
  * and an item of an earlier release whose own userId, another user's, comes after an anonymousId

@@ -191,7 +191,7 @@ live(
         if (kind === "hostile") lastHostile = batch.map((b) => b.messageId);
       }
     const unparsed = (await unparsedAgents()) - unparsedBefore;
-    // The figures (docs/PERFORMANCE.md): wall time of the request, and the ingest's CPU time for it.
+    // The figures (CHANGELOG.md, Performance history): wall time of the request, and the ingest's CPU time for it.
     const figure = (kind: "hostile" | "real") =>
       `${kind} (${items[kind]} items) ${median(ms[kind]).toFixed(0)} ms, ${median(cpuMs[kind]).toFixed(0)} ms CPU ` +
       `[${ms[kind].map((m) => m.toFixed(0)).join(" ")}] [${cpuMs[kind].map((m) => m.toFixed(0)).join(" ")}]`;

@@ -34,18 +34,21 @@ test("missingPaths finds a path that is not there and passes one that is (the ch
   assert.equal(missingPaths("see `schemas/shard.ts` and sink/loop/flush.ts and docs/", onDisk), ["schemas/shard.ts"]);
 });
 
-test("every path README.md, docs/*.md and the source comments name exists", () => {
+test("every path README.md, schemas/README.md, docs/*.md and the source comments name exists", () => {
   const files = tracked.filter(
     (f) =>
-      (f === "README.md" || /^docs\/.*\.md$/.test(f) || /^(ingest|sink|schemas|deploy|test)\/.*\.(ts|sh|py)$/.test(f)) &&
+      (f === "README.md" ||
+        f === "schemas/README.md" ||
+        /^docs\/.*\.md$/.test(f) ||
+        /^(ingest|sink|schemas|deploy|test)\/.*\.(ts|sh|py)$/.test(f)) &&
       f !== "test/repo/docs.test.ts",
   );
   const missing = files.flatMap((file) => missingPaths(readFileSync(join(ROOT, file), "utf8"), onDisk).map((path) => `${file}: ${path}`));
   assert.equal(missing, [], missing.join("\n"));
 });
 
-/** The Markdown documents the checks read: README, CHANGELOG and docs/. */
-const documents = tracked.filter((f) => f === "README.md" || f === "CHANGELOG.md" || /^docs\/.*\.md$/.test(f));
+/** The Markdown documents the checks read: README, schemas/README, CHANGELOG and docs/. */
+const documents = tracked.filter((f) => f === "README.md" || f === "schemas/README.md" || f === "CHANGELOG.md" || /^docs\/.*\.md$/.test(f));
 
 test("unclosedFences finds the fence the README of 2026-11-28 left open (text after its closing backticks), and passes a closed one", () => {
   const old = readFileSync(join(ROOT, "test/fixtures/docs/README-broken-fence.md"), "utf8");

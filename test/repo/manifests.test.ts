@@ -380,7 +380,7 @@ function composeProblems(compose: Json): string[] {
 /**
  * The heap bound of a container running node: NODE_OPTIONS in its env must hold
  * --max-old-space-size of at most half its memory limit (MiB), so V8 collects before the kernel
- * kills the pod whatever Node reads of the limit (docs/OPERATIONS.md, "Memory").
+ * kills the pod whatever Node reads of the limit (docs/KUBERNETES.md, "Memory").
  */
 function heapRule(c: Json): Array<[boolean, string]> {
   const limit = mebibytes(c.resources?.limits?.memory);
@@ -507,7 +507,7 @@ test("kustomize renders every kustomization; kubeconform -strict accepts every r
   const skipped = skippedKinds();
   const operators = Object.keys(OPERATOR_KINDS).filter((k) => !skipped.includes(k));
   console.log(`\nthe operators' kinds validated against their CRDs: ${operators.join(", ")}`);
-  if (skipped.length > 0) console.log(`skipped, no CRD schema installed (set ALTINITY_CRDS, OPERATIONS.md): ${skipped.join(", ")}`);
+  if (skipped.length > 0) console.log(`skipped, no CRD schema installed (set ALTINITY_CRDS, docs/KUBERNETES.md): ${skipped.join(", ")}`);
   for (const kind of ["PrometheusRule", "PodMonitor", "Kafka", "KafkaNodePool", "KafkaTopic"]) {
     assert.ok(operators.includes(kind), `${kind}: its schema comes from a registry, so it is always checked`);
   }
