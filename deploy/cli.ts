@@ -1,6 +1,6 @@
 /**
  * The operator CLI and the container image's entrypoint:
- *   ingest | sink            run a service until SIGTERM
+ *   ingest | sink | deliver  run a service until SIGTERM
  *   migrate                  create topics and apply ClickHouse migrations, then exit
  *   dlq replay               send the dead letters there are when it starts back to their topic, then exit
  *   retention                drop what RETENTION_DAYS no longer keeps (18.16; TTLs on current), then exit (the sink runs it hourly)
@@ -8,6 +8,8 @@
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
  *   users delete|suppress|unsuppress <workspaceId> <userId> [--suppress] [--by <who>]
  *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
+ *   destinations add|list|pause|resume|remove|test|replay-failures ...
+ *                            a workspace's webhook destinations (deploy/commands/destinations.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
 // First, before anything loads kafkajs: its stand-ins (schemas/kafka/stand-ins.ts).
@@ -19,6 +21,9 @@ import { sinkConfig } from "../sink/config";
 import { createKey, readKeys, revokeKeys } from "../ingest/admission/keys";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
+import { runDeliver } from "../sink/deliver/main";
+import { logProcessWarnings } from "../schemas/runtime/warnings";
+import { deliveriesCommand } from "./commands/deliveries";
 import { clientSql, createClickHouse } from "../schemas/clickhouse/client";
 import { createKafka } from "../schemas/kafka/client";
 import { keysCommandConfig } from "../ingest/config";
@@ -29,6 +34,7 @@ import { replayGroupId } from "../sink/monitors/dlq-progress";
 import { runSetup } from "./setup/main";
 import { CELL_WIDTH, catalogText, readCatalog, safeJson } from "./commands/catalog";
 import { dematerializeKey, listMaterialized, materializeKey } from "./commands/properties";
+import { destinationsCommand } from "./commands/destinations";
 import { COLUMN_TYPES, type ColumnType, type PropertySource } from "../schemas/clickhouse/materialize";
 
 const log = pino({ name: "cli" });
@@ -36,6 +42,7 @@ const log = pino({ name: "cli" });
 const USAGE = `usage: cli <command>
   ingest        run the ingest service
   sink          run the sink
+  deliver       run the delivery to webhook destinations
   migrate       create Kafka topics and apply ClickHouse migrations
   dlq replay    send the dead letters there are now back to their topic, then end
   retention     drop the months of events and delete refused items past RETENTION_DAYS
@@ -54,7 +61,14 @@ const USAGE = `usage: cli <command>
                                  a column prop_<key> (trait_, ctx_) computed at insert, filled for stored rows
                                  (no --type: the one JSON type the catalog saw for the key, else refused)
   properties dematerialize <key> [--from ...]   drop that column
-  properties list                the materialized key columns`;
+  properties list                the materialized key columns
+  destinations add <workspaceId> webhook <url> [--name N] [--header "K: V"]... [--secret-env VAR | --generate-secret]
+               [--types t,..] [--events e,..] [--categories c,..] [--batch-size N] [--batch-wait-ms N] [--id ID]
+                                 a webhook destination; prints its id (and a generated secret, once)
+  destinations list [workspaceId] [--json]   destinations, without header values or secrets
+  destinations pause|resume|remove <id>
+  destinations test <id>         post one sample message as the delivery would, print the answer
+  destinations replay-failures <id>   send the kept failures of a destination again`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -65,6 +79,9 @@ export async function cli(args: string[]): Promise<number> {
       return new Promise<number>(() => {}); // runs until a signal stops the process
     case "sink":
       await runSink();
+      return new Promise<number>(() => {});
+    case "deliver":
+      await runDeliver();
       return new Promise<number>(() => {});
     case "migrate":
       await runSetup();
@@ -82,6 +99,8 @@ export async function cli(args: string[]): Promise<number> {
       return catalog(args.slice(1));
     case "properties":
       return properties(args.slice(1));
+    case "destinations":
+      return destinations(args.slice(1));
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
@@ -202,6 +221,7 @@ async function dlqReplay(): Promise<number> {
 }
 
 if (require.main === module) {
+  logProcessWarnings(log); // kafkajs's negative idle timer as a debug line, not text on stderr
   cli(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
@@ -235,4 +255,36 @@ async function users(args: string[]): Promise<number> {
   } finally {
     await client.close();
   }
+}
+
+/** `destinations ...` (deploy/commands/destinations.ts) with the settings of the environment. */
+async function destinations(args: string[]): Promise<number> {
+  const { kafka } = setupConfig(process.env);
+  const settings = {
+    kafka,
+    allowLinkLocal: process.env.DESTINATIONS_ALLOW_LINK_LOCAL === "true",
+    env: process.env,
+    ...(process.env.DESTINATIONS_SECRET_KEY ? { secretKey: process.env.DESTINATIONS_SECRET_KEY } : {}),
+  };
+  const io = { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) };
+  const [action, destinationId, ...rest] = args;
+  if ((action === "test" || action === "replay-failures") && destinationId && rest.length === 0) {
+    const { clickhouse } = setupConfig(process.env);
+    const client = createClickHouse(clickhouse, { requestTimeoutMs: 60_000 });
+    const post = { timeoutMs: 10_000, maxAnswerBytes: 65_536, allowLinkLocal: settings.allowLinkLocal };
+    try {
+      return await deliveriesCommand(
+        action,
+        destinationId,
+        { ...settings, post, database: clickhouse.database },
+        createKafka(kafka, "cli"),
+        client,
+        log,
+        io,
+      );
+    } finally {
+      await client.close();
+    }
+  }
+  return destinationsCommand(args, settings, createKafka(kafka, "cli"), log, io);
 }

@@ -30,6 +30,11 @@ export interface KafkaConfig {
    */
   suppressionsTopic: Name;
   /**
+   * Compacted topic of webhook destinations (env KAFKA_DESTINATIONS_TOPIC), one record per
+   * destination (schemas/destinations.ts); the CLI writes it, every delivery process follows it.
+   */
+  destinationsTopic: Name;
+  /**
    * Most bytes in one produce of one process (env KAFKA_MAX_MESSAGE_BYTES; Kafka's default
    * message.max.bytes is 1,048,588). Each process also reads its topic's max.message.bytes at
    * start and keeps the smaller.
@@ -81,6 +86,7 @@ export function kafkaConfig(env: Env): KafkaConfig {
     dlqTopic: env.KAFKA_DLQ_TOPIC ?? "events-dlq",
     rejectedTopic: env.KAFKA_REJECTED_TOPIC ?? "events-rejected",
     suppressionsTopic: env.KAFKA_SUPPRESSIONS_TOPIC ?? "events-suppressions",
+    destinationsTopic: env.KAFKA_DESTINATIONS_TOPIC ?? "events-destinations",
     maxMessageBytes: int(env.KAFKA_MAX_MESSAGE_BYTES, 1_000_000),
     clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
   };

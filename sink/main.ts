@@ -9,7 +9,8 @@ import "../schemas/kafka/stand-ins";
 import pino from "pino";
 import { sinkConfig } from "./config";
 import { start } from "./service";
-import { exitAfter, STOP_MARGIN_MS } from "../schemas/runtime/deadline";
+import { STOP_MARGIN_MS } from "../schemas/runtime/deadline";
+import { stopOnSignal } from "../schemas/runtime/signals";
 import { logProcessWarnings } from "../schemas/runtime/warnings";
 
 /** Runs the sink until SIGTERM/SIGINT; exits the process when stopped. */
@@ -18,22 +19,9 @@ export async function runSink(): Promise<void> {
   const log = pino({ name: "sink", level: config.logLevel });
   logProcessWarnings(log);
   const sink = await start(config, log);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, "stopping: finishing batches, committing");
-    exitAfter(2 * config.stopTimeoutMs + STOP_MARGIN_MS, log);
-    sink.stop(config.stopTimeoutMs).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        log.error({ err: error }, "unclean stop");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  stopOnSignal(log, 2 * config.stopTimeoutMs + STOP_MARGIN_MS, "stopping: finishing batches, committing", () =>
+    sink.stop(config.stopTimeoutMs),
+  );
 }
 
 if (require.main === module) {

@@ -31,6 +31,10 @@ if [[ -z ${ADMIN_TOKEN:-} ]]; then
       ;;
   esac
 fi
+if [[ -z ${DESTINATIONS_SECRET_KEY:-} ]]; then
+  export DESTINATIONS_SECRET_KEY="dev-destinations-secret-key-change-me"
+  echo "start: DESTINATIONS_SECRET_KEY is not set; destinations' secrets are sealed with a local key"
+fi
 INGEST_HOST="${INGEST_HOST:-127.0.0.1}"
 INGEST_PORT="${INGEST_PORT:-3000}"
 INGEST_METRICS_PORT="${INGEST_METRICS_PORT:-3002}"
@@ -38,11 +42,13 @@ export INGEST_HOST INGEST_PORT INGEST_METRICS_PORT
 
 INGEST_PID=""
 SINK_PID=""
+DELIVER_PID=""
 stop_all() {
   trap - EXIT INT TERM
   echo "start: stopping"
   if [[ -n $INGEST_PID ]]; then kill -TERM "$INGEST_PID" 2>/dev/null || true; wait "$INGEST_PID" 2>/dev/null || true; fi
   if [[ -n $SINK_PID ]]; then kill -TERM "$SINK_PID" 2>/dev/null || true; wait "$SINK_PID" 2>/dev/null || true; fi
+  if [[ -n $DELIVER_PID ]]; then kill -TERM "$DELIVER_PID" 2>/dev/null || true; wait "$DELIVER_PID" 2>/dev/null || true; fi
   stack_down
   echo "start: stopped"
 }
@@ -61,13 +67,15 @@ echo "start: creating topics and applying ClickHouse migrations..."
 node dist/deploy/setup/main.js
 node dist/sink/main.js &
 SINK_PID=$!
+node dist/sink/deliver/main.js &
+DELIVER_PID=$!
 node dist/ingest/main.js &
 INGEST_PID=$!
 
 BASE="http://$INGEST_HOST:$INGEST_PORT"
 for _ in $(seq 1 300); do
   if curl -fsS "$BASE/readyz" >/dev/null 2>&1; then break; fi
-  if ! kill -0 "$INGEST_PID" 2>/dev/null || ! kill -0 "$SINK_PID" 2>/dev/null; then
+  if ! kill -0 "$INGEST_PID" 2>/dev/null || ! kill -0 "$SINK_PID" 2>/dev/null || ! kill -0 "$DELIVER_PID" 2>/dev/null; then
     echo "start: a service exited during start-up" >&2
     exit 1
   fi
@@ -78,11 +86,12 @@ curl -fsS "$BASE/readyz" >/dev/null || { echo "start: ingest not ready after 30 
 FIRST="${WRITE_KEYS%%,*}"
 KEY="${FIRST%=*}"
 echo "start: live events on http://$METRICS_HOST:$INGEST_METRICS_PORT/live (workspace ${FIRST##*=}, the token in ADMIN_TOKEN)"
+echo "start: webhook destinations: node dist/deploy/cli.js destinations add ${FIRST##*=} webhook <url> (docs/DESTINATIONS.md)"
 echo "ready: ingest on $BASE, sink writing to ${CLICKHOUSE_DATABASE:-default}.${CLICKHOUSE_TABLE:-events} - try: curl -i $BASE/api/public/apps/identify -u '$KEY:' -H 'Content-Type: application/json' -d '{\"messageId\":\"m-1\",\"userId\":\"u-1\",\"traits\":{\"plan\":\"pro\"}}'"
 
-# Run until a signal, or until either service exits by itself (then stop the rest).
+# Run until a signal, or until any service exits by itself (then stop the rest).
 set +e
-wait -n "$INGEST_PID" "$SINK_PID"
+wait -n "$INGEST_PID" "$SINK_PID" "$DELIVER_PID"
 rc=$?
 echo "start: a service exited with code $rc" >&2
 exit "$rc"

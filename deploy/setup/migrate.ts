@@ -10,6 +10,7 @@
  * distributed_ddl_task_timeout, 180 s by default) and makes the Replicated and Distributed tables
  * of schemas/clickhouse/; a cluster starts with the current layout (nothing to move).
  */
+import { deliveryFailuresDdl } from "../../schemas/clickhouse/deliveries";
 import { type Dialect, dialectFor, storageName, quoteIdent, quoteString, columnsQuery, onCluster } from "../../schemas/clickhouse/sql";
 import { type ClickHouseConfig } from "../../schemas/config";
 import {
@@ -86,6 +87,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
   for (const query of rejectedRetentionDdl(dialect, database, rejected?.create_table_query ?? "", config.retentionDays, cluster))
     await sql.command(query);
   for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
+  for (const query of deliveryFailuresDdl(dialect, database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
   const { retentionDays } = config;

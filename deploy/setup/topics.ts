@@ -1,5 +1,5 @@
 /**
- * Creates the events topic, the rejected topic, the DLQ and the (compacted) suppressions topic if missing, and waits for the sink group's coordinator.
+ * Creates the events topic, the rejected topic, the DLQ and the (compacted) suppressions and destinations topics if missing, and waits for the sink group's coordinator.
  * Partition count and replication only apply on creation; an existing topic keeps them. Retention
  * (retention.ms) is set on creation, and on an existing topic when its setting is given.
  * Throws if Kafka is unreachable or the replication asked for cannot be had.
@@ -78,13 +78,13 @@ export async function ensureTopics(
         replicationFactor,
         configEntries: [...configEntries, ...retention(retentionMs)],
       })),
-      // one record per user, the latest kept for ever: every process reads it whole at start
-      {
-        topic: config.suppressionsTopic,
+      // one record per user (per destination), the latest kept for ever: every process reads it whole at start
+      ...[config.suppressionsTopic, config.destinationsTopic].map((topic) => ({
+        topic,
         numPartitions: 1,
         replicationFactor,
         configEntries: [...configEntries, { name: "cleanup.policy", value: "compact" }],
-      },
+      })),
     ].filter((t) => !existing.has(t.topic));
     if (wanted.length > 0) {
       await admin.createTopics({ topics: wanted, waitForLeaders: false });

@@ -7,6 +7,7 @@
 import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, onCluster, quoteIdent, quoteString, storageName, ttlDdl } from "./sql";
 import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, aggregateRetentionTtl, viewNames } from "./analyst";
 import { CATALOG_MV, CATALOG_TABLE, EVENT_CATALOG_VIEW, PROPERTY_CATALOG_VIEW } from "./catalog";
+import { DELIVERY_FAILURES_TABLE } from "./deliveries";
 
 /** Steps of setup that ran to the end (backfills), so a crashed one is run again. */
 export const MIGRATIONS_TABLE = "schema_migrations";
@@ -209,12 +210,19 @@ ORDER BY (workspace_id, requested_at, request_id)`;
 }
 
 /** Tables that, on a cluster, are Distributed over a `_local` Replicated table. */
-export const DISTRIBUTED_TABLES = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, CATALOG_TABLE] as const;
+export const DISTRIBUTED_TABLES = [
+  USERS_TABLE,
+  IDENTITIES_TABLE,
+  REJECTED_TABLE,
+  PRIVACY_TABLE,
+  CATALOG_TABLE,
+  DELIVERY_FAILURES_TABLE,
+] as const;
 
 /**
  * Names migrate creates beside the events table: views, users, identities, the catalogs, their
- * feeds, rejected_messages, schema_migrations, privacy_requests; on a cluster also the `_local` tables
- * under users, identities, rejected_messages and privacy_requests.
+ * feeds, rejected_messages, schema_migrations, privacy_requests, delivery_failures; on a cluster also
+ * the `_local` tables under the Distributed ones (DISTRIBUTED_TABLES).
  */
 export function reservedTableNames(cluster?: string): string[] {
   const locals = cluster === undefined ? [] : DISTRIBUTED_TABLES.map((name) => storageName(name, cluster));
@@ -231,6 +239,7 @@ export function reservedTableNames(cluster?: string): string[] {
     REJECTED_TABLE,
     MIGRATIONS_TABLE,
     PRIVACY_TABLE,
+    DELIVERY_FAILURES_TABLE,
     ...locals,
   ];
 }

@@ -6,6 +6,7 @@
  */
 import { IDENTITIES_TABLE, USERS_TABLE } from "../clickhouse/analyst";
 import { REJECTED_TABLE } from "../clickhouse/tables";
+import { DELIVERY_FAILURES_TABLE } from "../clickhouse/deliveries";
 import { onCluster, quoteIdent, quoteString, storageName } from "../clickhouse/sql";
 import { anonymousMatches, anonymousRefused, ownRefused } from "./refused";
 
@@ -86,7 +87,8 @@ function packed(ids: readonly string[], cost: (id: string) => number): string[][
  * linked ids (never another user's identified rows, whatever ids were linked); the user's `users`
  * and `identities` rows (by userId only); refused items whose text begins with the userId, or,
  * without a non-empty userId first, naming it as userId or an id as anonymousId or previousId
- * (schemas/privacy/refused.ts: what else that deletes), received up to `before`. The linked ids are spread
+ * (schemas/privacy/refused.ts: what else that deletes), received up to `before`; and the kept
+ * delivery failures of those messages (delivery_failures: the same rule as events). The linked ids are spread
  * over statements of at most DELETION_IDS_BYTES of id text and IDS_PER_DELETION ids each, so any
  * number of them, of any characters, can be deleted.
  * Events received after the request stay unless the user is suppressed. On a `cluster` the counts
@@ -109,17 +111,20 @@ export function deletionTargets(
   const bytes = (text: string) => Buffer.byteLength(text) + 4; // with the separator
   const chunks = packed(anonymous, (id) => bytes(quoteString(id)));
   const rejectedChunks = packed(anonymous, (id) => anonymousMatches(id).reduce((n, m) => n + bytes(m), 0));
-  const targets: [string, string][] = [
-    ...chunks.map((ids, i): [string, string] => {
+  const byIds = (name: string) =>
+    chunks.map((ids, i): [string, string] => {
       const list = `(${ids.map(quoteString).join(", ")})`;
-      return [table, `${w} AND (${i === 0 ? `user_id = ${u} OR ` : ""}(user_id = '' AND anonymous_id IN ${list})) AND ${received}`];
-    }),
+      return [name, `${w} AND (${i === 0 ? `user_id = ${u} OR ` : ""}(user_id = '' AND anonymous_id IN ${list})) AND ${received}`];
+    });
+  const targets: [string, string][] = [
+    ...byIds(table),
     [USERS_TABLE, `${w} AND user_id = ${u}`],
     [IDENTITIES_TABLE, `${w} AND user_id = ${u}`],
     ...rejectedChunks.map((ids, i): [string, string] => [
       REJECTED_TABLE,
       `${w} AND (${i === 0 ? `${ownRefused(userId)} OR ` : ""}${anonymousRefused(ids)}) AND ${received}`,
     ]),
+    ...byIds(DELIVERY_FAILURES_TABLE),
   ];
   return targets.map(([name, where]) => {
     const storage = storageName(name, cluster);

@@ -139,7 +139,7 @@ privacy("users delete: every table, events still in Kafka included; other users 
   const lines = stdout.split("\n").filter((line) => line.includes("\t") && !line.startsWith("{"));
   const removed = Object.fromEntries(lines.map((line) => line.split("\t") as [string, string]));
   console.log(`\n  rows removed per table: ${JSON.stringify(removed)}`);
-  assert.equal(Object.keys(removed), ["events", "users", "identities", "rejected_messages"]);
+  assert.equal(Object.keys(removed), ["events", "users", "identities", "rejected_messages", "delivery_failures"]);
   assert.is(removed.events, "7", "a page, an identify and 5 tracks; the 2 in Kafka were never stored");
   assert.is(removed.rejected_messages, "2", "the cut one too: its anonymousId is kept first");
   // users and identities hold a row per insert block until merges, so at least one each
@@ -162,7 +162,7 @@ privacy("users delete: every table, events still in Kafka included; other users 
   assert.is(audit!.action, "delete");
   assert.is(audit!.requested_by, "test-operator");
   assert.equal([...audit!.ids].sort(), [anon, gone]);
-  assert.equal(audit!.tables, ["events", "users", "identities", "rejected_messages"]);
+  assert.equal(audit!.tables, ["events", "users", "identities", "rejected_messages", "delivery_failures"]);
   assert.equal(audit!.rows_removed.map(Number), Object.values(removed).map(Number));
 });
 

@@ -20,45 +20,57 @@ const names = () => {
     rejectedTopic: `t-${id}-rejected`,
     dlqTopic: `t-${id}-dlq`,
     suppressionsTopic: `t-${id}-suppressions`,
+    destinationsTopic: `t-${id}-destinations`,
   };
 };
 
-live("on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1; suppressions compacted", async () => {
-  const config = names();
-  const { created, replication } = await ensureTopics(kafka, config, { partitions: 2 });
-  assert.equal(created, [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic]);
-  assert.equal(replication, { replicationFactor: 1, minInsyncReplicas: 1 });
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const described = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: created.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ["min.insync.replicas"] })),
-    });
-    assert.equal(
-      described.resources.map((r) => r.configEntries[0]?.configValue),
-      ["1", "1", "1", "1"],
-    );
-    // Set on the topic by setup (source TOPIC_CONFIG), not the broker's value that happens to match.
-    assert.equal(
-      described.resources.map((r) => r.configEntries[0]?.configSource),
-      [ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG, ConfigSource.TOPIC_CONFIG],
-    );
-    const cleanup = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [{ type: ConfigResourceTypes.TOPIC, name: config.suppressionsTopic, configNames: ["cleanup.policy"] }],
-    });
-    assert.is(cleanup.resources[0]!.configEntries[0]!.configValue, "compact", "one record per user kept for ever");
-    const metadata = await admin.fetchTopicMetadata({ topics: [config.topic] });
-    assert.equal(
-      metadata.topics[0]!.partitions.map((p) => p.replicas.length),
-      [1, 1],
-    );
-    await admin.deleteTopics({ topics: created });
-  } finally {
-    await admin.disconnect();
-  }
-});
+live(
+  "on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1; suppressions and destinations compacted",
+  async () => {
+    const config = names();
+    const { created, replication } = await ensureTopics(kafka, config, { partitions: 2 });
+    assert.equal(created, [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic, config.destinationsTopic]);
+    assert.equal(replication, { replicationFactor: 1, minInsyncReplicas: 1 });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const described = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: created.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ["min.insync.replicas"] })),
+      });
+      assert.equal(
+        described.resources.map((r) => r.configEntries[0]?.configValue),
+        ["1", "1", "1", "1", "1"],
+      );
+      // Set on the topic by setup (source TOPIC_CONFIG), not the broker's value that happens to match.
+      assert.equal(
+        described.resources.map((r) => r.configEntries[0]?.configSource),
+        created.map(() => ConfigSource.TOPIC_CONFIG),
+      );
+      const cleanup = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [config.suppressionsTopic, config.destinationsTopic].map((name) => ({
+          type: ConfigResourceTypes.TOPIC,
+          name,
+          configNames: ["cleanup.policy"],
+        })),
+      });
+      assert.equal(
+        cleanup.resources.map((r) => r.configEntries[0]!.configValue),
+        ["compact", "compact"],
+        "one record per user, and per destination, kept for ever",
+      );
+      const metadata = await admin.fetchTopicMetadata({ topics: [config.topic] });
+      assert.equal(
+        metadata.topics[0]!.partitions.map((p) => p.replicas.length),
+        [1, 1],
+      );
+      await admin.deleteTopics({ topics: created });
+    } finally {
+      await admin.disconnect();
+    }
+  },
+);
 
 /** The topic-level value and source of each config name, per topic, as the broker reports them. */
 async function topicConfigs(topics: string[], configNames: string[]): Promise<Record<string, Record<string, [string, ConfigSource]>>> {
@@ -97,7 +109,7 @@ live("retention: 30 days on creation; a given setting also changes an existing t
       ],
     });
     const first = await ensureTopics(kafka, config, { partitions: 1 });
-    assert.equal(first.created, [config.rejectedTopic, config.dlqTopic, config.suppressionsTopic]);
+    assert.equal(first.created, [config.rejectedTopic, config.dlqTopic, config.suppressionsTopic, config.destinationsTopic]);
     assert.equal(first.retentionChanged, [], "unset: an existing topic keeps its retention");
     const names4 = [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic];
     const keys = ["retention.ms", "cleanup.policy", "min.insync.replicas", "max.message.bytes"];
@@ -108,6 +120,8 @@ live("retention: 30 days on creation; a given setting also changes an existing t
     assert.equal(read[config.dlqTopic]!["retention.ms"], thirtyDays);
     assert.is.not(read[config.suppressionsTopic]!["retention.ms"]![1], ConfigSource.TOPIC_CONFIG, "compacted: no retention set");
     assert.equal(read[config.suppressionsTopic]!["cleanup.policy"], ["compact", ConfigSource.TOPIC_CONFIG]);
+    const destinations = await topicConfigs([config.destinationsTopic], keys);
+    assert.equal(destinations[config.destinationsTopic]!["cleanup.policy"], ["compact", ConfigSource.TOPIC_CONFIG]);
 
     // Settings given: the existing events topic and the DLQ change, the rest keep theirs.
     const second = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
@@ -125,7 +139,7 @@ live("retention: 30 days on creation; a given setting also changes an existing t
     // Again with the same settings: nothing to change.
     const third = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
     assert.equal(third.retentionChanged, []);
-    await admin.deleteTopics({ topics: names4 });
+    await admin.deleteTopics({ topics: [...names4, config.destinationsTopic] });
   } finally {
     await admin.disconnect();
   }

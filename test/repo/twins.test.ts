@@ -15,7 +15,18 @@ import { ROOT } from "../support/paths";
 
 /** Source files without a twin of their own, and where they are tested instead. */
 const NO_TWIN: Record<string, string> = {
+  "schemas/runtime/signals.ts": "process signals and exits: every stop of test/live/stop.test.ts (the sink) and test/live/deliver.test.ts",
+  "deploy/commands/deliveries.ts": "destinations test | replay-failures against receivers on 127.0.0.1: test/live/deliver.test.ts",
+  "schemas/clickhouse/deliveries.ts":
+    "DDL created by migrate on both engines and read back by replay-failures: test/live/deliver.test.ts, test/live/migrate.test.ts",
+  "sink/deliver/config.ts": "settings: read by every start of the delivery process in test/live/deliver.test.ts",
+  "sink/deliver/loop.ts": "a destination's consumer group over Kafka: test/live/deliver.test.ts",
+  "sink/deliver/main.ts": "entry point: started by test/live/deliver.test.ts",
+  "sink/deliver/metrics.ts": "prom-client registries: counted by the loops of test/live/deliver.test.ts",
+  "sink/deliver/post.ts": "HTTP to receivers on 127.0.0.1: test/live/deliver.test.ts",
+  "sink/deliver/service.ts": "wiring: started by test/live/deliver.test.ts",
   "deploy/cli.ts": "entry point: the command table; its commands run in test/live/ops.test.ts, privacy.test.ts, materialize.test.ts",
+  "deploy/commands/destinations.ts": "destinations add | list | pause | resume | remove over a live broker: test/live/destinations.test.ts",
   "deploy/commands/deletion.ts": "mutations sent to and awaited on a live server: test/live/privacy.test.ts",
   "deploy/commands/privacy.ts": "users delete | suppress | unsuppress over Kafka and ClickHouse: test/live/privacy.test.ts",
   "deploy/commands/properties.ts": "properties materialize on a live server, both engines: test/live/materialize.test.ts",
@@ -45,6 +56,8 @@ const NO_TWIN: Record<string, string> = {
   "ingest/http/settings-route.ts": "through the app: test/unit/ingest/http/settings.test.ts",
   "ingest/stop.ts": "the stop order against real servers: test/live/stop.test.ts",
   "ingest/http/unkeyed.ts": "through the app: test/unit/ingest/admission/networks.test.ts, app.test.ts",
+  "schemas/kafka/follow.ts":
+    "a consumer over Kafka: through test/unit/schemas/privacy/follower.test.ts (its stand-in consumer) and test/live/destinations.test.ts",
   "schemas/clickhouse/analyst.ts":
     "DDL: read by test/unit/schemas/clickhouse/cluster.test.ts, aggregates.test.ts; applied by test/live/migrate.test.ts",
   "schemas/clickhouse/catalog.ts":

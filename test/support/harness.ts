@@ -57,6 +57,7 @@ export class LiveStack {
       KAFKA_TOPIC: `test-events-${this.id}`,
       KAFKA_DLQ_TOPIC: `test-events-dlq-${this.id}`,
       KAFKA_SUPPRESSIONS_TOPIC: `test-suppressions-${this.id}`,
+      KAFKA_DESTINATIONS_TOPIC: `test-destinations-${this.id}`,
       // Each stack's own: the sink reads a topic from its start, so a shared rejected topic
       // (events-rejected) made each test's sink insert every earlier run's refused items first.
       KAFKA_REJECTED_TOPIC: `test-rejected-${this.id}`,
@@ -152,7 +153,13 @@ export class LiveStack {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      const topics = [this.env.KAFKA_TOPIC!, this.env.KAFKA_DLQ_TOPIC!, this.env.KAFKA_SUPPRESSIONS_TOPIC!, this.env.KAFKA_REJECTED_TOPIC!];
+      const topics = [
+        this.env.KAFKA_TOPIC!,
+        this.env.KAFKA_DLQ_TOPIC!,
+        this.env.KAFKA_SUPPRESSIONS_TOPIC!,
+        this.env.KAFKA_REJECTED_TOPIC!,
+        this.env.KAFKA_DESTINATIONS_TOPIC!,
+      ];
       await admin.deleteTopics({ topics });
     } catch {
       // housekeeping only: a failure leaves a stray test topic, not a wrong result

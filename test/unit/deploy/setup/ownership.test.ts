@@ -94,6 +94,7 @@ pure("reservedTableNames and tableNameConflict", () => {
     "aliases",
     "catalog_shapes",
     "catalog_shapes_mv",
+    "delivery_failures",
     "event_catalog",
     "groups",
     "identifies",

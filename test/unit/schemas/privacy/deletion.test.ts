@@ -11,9 +11,10 @@ test("deletionTargets: events up to the request by userId or, without one, by th
   const targets = deletionTargets("db", "events", "w", "u", ["u", "a'1"], 1_700_000_000.2);
   assert.equal(
     targets.map((t) => t.table),
-    ["events", "users", "identities", "rejected_messages"],
+    ["events", "users", "identities", "rejected_messages", "delivery_failures"],
   );
-  const [events, users, identities, rejected] = targets;
+  const [events, users, identities, rejected, failures] = targets;
+  assert.is(failures!.where, events!.where, "kept delivery failures by the events' rule");
   assert.is(
     events!.where,
     "workspace_id = 'w' AND (user_id = 'u' OR (user_id = '' AND anonymous_id IN ('u', 'a\\'1'))) AND received_at <= toDateTime(1700000001)",
@@ -41,6 +42,7 @@ test("deletionTargets on a cluster: counts read the Distributed tables, mutation
       ["users", "users_local"],
       ["identities", "identities_local"],
       ["rejected_messages", "rejected_messages_local"],
+      ["delivery_failures", "delivery_failures_local"],
     ],
   );
   for (const t of targets) {

@@ -1,0 +1,141 @@
+/**
+ * `cli destinations test <id>` and `cli destinations replay-failures <id>`: one sample message
+ * posted to a destination as the delivery process posts (its headers, its signature), and the
+ * failures kept in `delivery_failures` sent again, each once, in messageId order, at most
+ * REPLAY_RATE requests a second. A failure a replay delivers is marked resolved (a newer row:
+ * one row under FINAL); one that fails again stays, with its new status and attempts, for the
+ * next replay. Resolves with the exit code: 0 done (every failure delivered), 1 some still fail
+ * or the destination is unknown, 2 its secret cannot be opened.
+ */
+import { randomUUID } from "node:crypto";
+import type { ClickHouseClient } from "@clickhouse/client";
+import type { Kafka } from "kafkajs";
+import type { Logger } from "pino";
+import { DELIVERY_FAILURES_TABLE, pendingFailuresQuery, type DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
+import { quoteIdent } from "../../schemas/clickhouse/sql";
+import { openSecret, type WebhookDestination } from "../../schemas/destinations";
+import { sleep } from "../../schemas/runtime/retry";
+import { verdictOf } from "../../sink/deliver/answer";
+import type { DeliveryMessage } from "../../sink/deliver/message";
+import { closeConnections, postJson, type PostSettings } from "../../sink/deliver/post";
+import { requestOf } from "../../sink/deliver/request";
+import { readDestinations, type DestinationsSettings, type Output } from "./destinations";
+
+/** Requests a second a replay sends at most. */
+export const REPLAY_RATE = 20;
+/** Failures read from ClickHouse at a time. */
+const PAGE = 500;
+
+/** The sample `test` sends: a track call marked as a test. */
+export function sampleMessage(workspaceId: string, now: Date): DeliveryMessage {
+  const at = now.toISOString();
+  return {
+    messageId: `test-${randomUUID()}`,
+    type: "track",
+    event: "Destination Test",
+    anonymousId: "destination-test",
+    timestamp: at,
+    sentAt: at,
+    receivedAt: at,
+    context: { library: { name: "segment-ingest destinations test" } },
+    properties: { workspaceId },
+  };
+}
+
+/** The destination's secret, opened; `ok: false` when it has one that does not open. */
+function secretOf(d: WebhookDestination, settings: DestinationsSettings): { ok: true; secret?: string } | { ok: false } {
+  if (d.secret === undefined) return { ok: true };
+  const secret = settings.secretKey === undefined ? undefined : openSecret(d.secret, d.destinationId, settings.secretKey);
+  return secret === undefined ? { ok: false } : { ok: true, secret };
+}
+
+/** One POST of `messages` as the delivery sends it; the verdict's outcome, status and answer. */
+async function send(d: WebhookDestination, messages: DeliveryMessage[], secret: string | undefined, post: PostSettings) {
+  const { body, headers } = requestOf(d, messages, secret);
+  const posted = await postJson(d.url, headers, body, post);
+  const status = "status" in posted.result ? posted.result.status : 0;
+  return { verdict: verdictOf(posted.result, Date.now()), status, answer: posted.answer };
+}
+
+/** Runs `test <id>` or `replay-failures <id>`. Throws what Kafka or ClickHouse throw. */
+export async function deliveriesCommand(
+  action: "test" | "replay-failures",
+  destinationId: string,
+  settings: DestinationsSettings & { post: PostSettings; database: string },
+  kafka: Kafka,
+  client: ClickHouseClient,
+  log: Logger,
+  io: Output,
+): Promise<number> {
+  const d = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(destinationId);
+  if (d === undefined) {
+    io.err(`destinations: no destination ${destinationId}\n`);
+    return 1;
+  }
+  const opened = secretOf(d, settings);
+  if (!opened.ok) {
+    io.err(`destinations: the secret of ${destinationId} does not open with DESTINATIONS_SECRET_KEY\n`);
+    return 2;
+  }
+  try {
+    if (action === "test") {
+      const { verdict, status, answer } = await send(d, [sampleMessage(d.workspaceId, new Date())], opened.secret, settings.post);
+      io.out(
+        `${verdict.outcome}\t${status === 0 ? ("reason" in verdict ? verdict.reason : "") : `HTTP ${status}`}\t${answer.slice(0, 200)}\n`,
+      );
+      return verdict.outcome === "delivered" ? 0 : 1;
+    }
+    return await replayFailures(d, opened.secret, settings, client, io);
+  } finally {
+    closeConnections();
+  }
+}
+
+async function replayFailures(
+  d: WebhookDestination,
+  secret: string | undefined,
+  settings: { post: PostSettings; database: string },
+  client: ClickHouseClient,
+  io: Output,
+): Promise<number> {
+  let after = "";
+  let delivered = 0;
+  let failing = 0;
+  for (;;) {
+    const page = await (
+      await client.query({ query: pendingFailuresQuery(settings.database, d.destinationId, PAGE, after), format: "JSONEachRow" })
+    ).json<DeliveryFailureRow>();
+    if (page.length === 0) break;
+    for (const row of page) {
+      const started = Date.now();
+      const message = JSON.parse(row.message) as DeliveryMessage;
+      const { verdict, status, answer } = await send({ ...d, batchSize: 1 }, [message], secret, settings.post);
+      const now = Date.now();
+      const ok = verdict.outcome === "delivered";
+      const next: DeliveryFailureRow = {
+        ...row,
+        status: ok ? row.status : status,
+        reason: ok ? row.reason : "reason" in verdict ? verdict.reason : row.reason,
+        answer: ok ? row.answer : answer.slice(0, 1_024),
+        attempts: row.attempts + 1,
+        last_attempt_at: new Date(now).toISOString(),
+        resolved: ok ? 1 : 0,
+        version: Math.max(now, Number(row.version) + 1),
+      };
+      await client.insert({
+        table: `${quoteIdent(settings.database)}.${quoteIdent(DELIVERY_FAILURES_TABLE)}`,
+        values: [next],
+        format: "JSONEachRow",
+        clickhouse_settings: { date_time_input_format: "best_effort" },
+      });
+      if (ok) delivered++;
+      else failing++;
+      io.err(`\rreplay-failures ${d.destinationId}: ${delivered} delivered, ${failing} still failing`);
+      await sleep(Math.max(0, 1000 / REPLAY_RATE - (Date.now() - started)));
+    }
+    after = page.at(-1)!.message_id;
+  }
+  io.err("\n");
+  io.out(`${delivered} delivered\t${failing} still failing\n`);
+  return failing === 0 ? 0 : 1;
+}

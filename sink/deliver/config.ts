@@ -1,0 +1,56 @@
+/** Settings of the delivery process, read from the environment once at start (schemas/config.ts). */
+import typia, { tags } from "typia";
+import {
+  ClickHouseConfig,
+  Env,
+  KafkaConfig,
+  LogLevel,
+  Name,
+  Positive,
+  bool,
+  clickhouseConfig,
+  int,
+  kafkaConfig,
+} from "../../schemas/config";
+import { SECRET_KEY_MIN_CHARS } from "../../schemas/destinations";
+import { DEFAULT_HORIZON_MS } from "./answer";
+
+/** The delivery process's settings. */
+export interface DeliverConfig {
+  /** Prefix of each destination's consumer group (DELIVER_GROUP_PREFIX): `<prefix>-<destinationId>`. */
+  groupPrefix: Name;
+  /** One attempt's whole exchange, ms (DELIVER_TIMEOUT_MS). */
+  timeoutMs: Positive & tags.Maximum<120000>;
+  /** Bytes of an answer read (DELIVER_MAX_ANSWER_BYTES). */
+  maxAnswerBytes: Positive;
+  /** How long after its receipt a message is still tried, ms (DELIVER_HORIZON_MS; Segment: 4 h). */
+  horizonMs: Positive;
+  /** DESTINATIONS_SECRET_KEY; absent: destinations with a secret wait (and say so in the log). */
+  secretKey?: string & tags.MinLength<32>;
+  allowLinkLocal: boolean;
+  httpHost: Name;
+  httpPort: number & tags.Type<"uint32"> & tags.Maximum<65535>;
+  logLevel: LogLevel;
+  kafka: KafkaConfig;
+  clickhouse: ClickHouseConfig;
+}
+
+/** Parses and checks DELIVER_* and the shared settings. Throws (typia) on a bad value. */
+export function deliverConfig(env: Env): DeliverConfig {
+  const secretKey = env.DESTINATIONS_SECRET_KEY;
+  if (secretKey !== undefined && secretKey !== "" && secretKey.length < SECRET_KEY_MIN_CHARS)
+    throw new Error(`DESTINATIONS_SECRET_KEY must have at least ${SECRET_KEY_MIN_CHARS} characters`);
+  return typia.assert<DeliverConfig>({
+    groupPrefix: env.DELIVER_GROUP_PREFIX ?? "events-deliver",
+    timeoutMs: int(env.DELIVER_TIMEOUT_MS, 10_000),
+    maxAnswerBytes: int(env.DELIVER_MAX_ANSWER_BYTES, 65_536),
+    horizonMs: int(env.DELIVER_HORIZON_MS, DEFAULT_HORIZON_MS),
+    ...(secretKey ? { secretKey } : {}),
+    allowLinkLocal: bool(env.DESTINATIONS_ALLOW_LINK_LOCAL, "DESTINATIONS_ALLOW_LINK_LOCAL"),
+    httpHost: env.DELIVER_HTTP_HOST ?? "127.0.0.1",
+    httpPort: int(env.DELIVER_HTTP_PORT, 3003),
+    logLevel: (env.LOG_LEVEL ?? "info") as LogLevel,
+    kafka: kafkaConfig(env),
+    clickhouse: clickhouseConfig(env),
+  });
+}

@@ -1,0 +1,235 @@
+/**
+ * One destination's delivery: a kafkajs consumer of the events topic in a consumer group of its
+ * own (`<DELIVER_GROUP_PREFIX>-<destinationId>`), so its position, and a dead destination's
+ * backlog, live in Kafka as that group's offsets and lag, never in memory; and a slow or failing
+ * destination holds up nothing but itself. Each partition sends one request at a time, in offset
+ * order; a request is tried until it is delivered, refused (kept as a failure), or its oldest
+ * message passes the horizon (kept too); only then are its offsets committed. Delivery is at least
+ * once: a request under way when the process stops is sent again by the next one.
+ *
+ * A new destination's group starts at the offsets of the time it was created (less a margin for
+ * clocks): it receives what was accepted after it was added, not the topic's history. A paused
+ * destination's consumer is stopped (its backlog waits in Kafka); a removed one's group is deleted.
+ * Before each attempt the request's messages are checked against the suppressions list again, so
+ * a user deleted while their events wait for a retry is never delivered.
+ */
+import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
+import type { Logger } from "pino";
+import { openSecret, type WebhookDestination } from "../../schemas/destinations";
+import type { DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
+import { ANSWER_SNIPPET_BYTES } from "../../schemas/clickhouse/deliveries";
+import { withAdmin } from "../../schemas/kafka/client";
+import type { PrivacyList } from "../../schemas/privacy/list";
+import { sleep } from "../../schemas/runtime/retry";
+import { pastHorizon, retryDelayMs, verdictOf, type Verdict } from "./answer";
+import type { DeliveryMessage } from "./message";
+import { answerClass, type DeliverMetrics } from "./metrics";
+import { postJson, type PostSettings } from "./post";
+import { planRequests, requestOf, suppressed, type PlannedRequest } from "./request";
+
+/** What every destination's loop shares. */
+export interface LoopDeps {
+  kafka: Kafka;
+  /** The events topic. */
+  topic: string;
+  groupPrefix: string;
+  privacy: PrivacyList;
+  post: PostSettings;
+  /** How long after its receipt a message is still tried, ms (DELIVER_HORIZON_MS). */
+  horizonMs: number;
+  /** DESTINATIONS_SECRET_KEY; absent: destinations with a secret are not sent to (logged). */
+  secretKey?: string;
+  /** Keeps failures in ClickHouse; resolves once they are stored (it retries until then, or throws when stopped). */
+  keep: (rows: DeliveryFailureRow[]) => Promise<void>;
+  metrics: DeliverMetrics;
+  log: Logger;
+}
+
+/** How far before a destination's creation its group starts, ms: clocks of the CLI's and the ingest's hosts may differ. */
+export const START_MARGIN_MS = 10_000;
+/** The longest wait between heartbeats while a request waits for its retry, ms. */
+const HEARTBEAT_MS = 3_000;
+
+/** Why a request was given up without settling: the loop stops or the destination changed. */
+class Interrupted extends Error {}
+
+/** The group id of a destination. */
+export function groupIdOf(prefix: string, destinationId: string): string {
+  return `${prefix}-${destinationId}`;
+}
+
+/** A destination's running delivery (see the module comment). */
+export class DestinationLoop {
+  private consumer: Consumer | undefined;
+  private stopping = false;
+  private waiting = new Map<number, number>(); // partition -> receivedAt ms of the oldest message under way
+  private readonly abort = new AbortController();
+
+  constructor(
+    private destination: WebhookDestination,
+    private readonly deps: LoopDeps,
+  ) {}
+
+  get id(): string {
+    return this.destination.destinationId;
+  }
+
+  /** Takes a new version of the destination (its URL, headers, filters apply from the next attempt). */
+  update(destination: WebhookDestination): void {
+    this.destination = destination;
+  }
+
+  /** Joins the destination's group (its offsets set first when it has none) and starts consuming. Throws when Kafka fails. */
+  async start(): Promise<void> {
+    const groupId = groupIdOf(this.deps.groupPrefix, this.id);
+    await this.startAtCreation(groupId);
+    const consumer = this.deps.kafka.consumer({
+      groupId,
+      maxWaitTimeInMs: Math.max(100, this.destination.batchWaitMs),
+      minBytes: this.destination.batchSize > 1 ? 64 * 1024 : 1,
+    });
+    this.consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.deps.topic, fromBeginning: false });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 16,
+      eachBatch: (payload) => this.eachBatch(payload),
+    });
+    this.deps.metrics.running.set({ destination: this.id }, 1);
+  }
+
+  /** Stops consuming; a request under way is given up uncommitted (sent again later). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.abort.abort();
+    await this.consumer?.disconnect();
+    this.deps.metrics.running.set({ destination: this.id }, 0);
+    this.deps.metrics.oldestWaiting.set({ destination: this.id }, 0);
+  }
+
+  /** Sets the group's offsets to the destination's creation time when the group has none. */
+  private async startAtCreation(groupId: string): Promise<void> {
+    const { topic } = this.deps;
+    await withAdmin(this.deps.kafka, async (admin) => {
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      if (committed !== undefined && committed.partitions.some((p) => p.offset !== "-1")) return;
+      const at = Date.parse(this.destination.createdAt) - START_MARGIN_MS;
+      const partitions = await admin.fetchTopicOffsetsByTimestamp(topic, at);
+      await admin.setOffsets({ groupId, topic, partitions: partitions.map((p) => ({ partition: p.partition, offset: p.offset })) });
+    });
+  }
+
+  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
+    const live = () => !this.stopping && isRunning() && !isStale() && !this.destination.paused;
+    const plan = planRequests(this.destination, batch.messages, this.deps.privacy);
+    for (const [reason, n] of plan.skipped) this.deps.metrics.skipped.inc({ destination: this.id, reason }, n);
+    const commit = async (offset: string) => {
+      resolveOffset(offset);
+      await this.consumer!.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(offset) + 1n) }]);
+    };
+    try {
+      for (const request of plan.requests) {
+        await this.settle(batch.partition, request, live, heartbeat);
+        await commit(request.lastOffset);
+      }
+      if (plan.lastOffset !== undefined && live()) await commit(plan.lastOffset);
+    } catch (error) {
+      if (!(error instanceof Interrupted)) throw error; // kafkajs restarts the consumer: the batch is read again
+    } finally {
+      this.waiting.delete(batch.partition);
+      this.showOldest();
+    }
+  }
+
+  /** Tries `request` until it settles (delivered, or kept as a failure); throws Interrupted when the loop stops first. */
+  private async settle(partition: number, request: PlannedRequest, live: () => boolean, heartbeat: () => Promise<void>): Promise<void> {
+    const first = Date.now();
+    this.waiting.set(partition, Math.min(...request.messages.map((m) => Date.parse(m.receivedAt))));
+    this.showOldest();
+    for (let attempt = 1; ; attempt++) {
+      if (!live()) throw new Interrupted();
+      const messages = request.messages.filter((m) => !suppressed(this.deps.privacy, this.destination.workspaceId, m));
+      if (messages.length === 0) return;
+      const { verdict, status, answer } = await this.attempt(messages);
+      if (verdict.outcome === "delivered") {
+        const now = Date.now();
+        for (const m of messages) this.deps.metrics.latency.observe({ destination: this.id }, (now - Date.parse(m.receivedAt)) / 1000);
+        this.deps.metrics.messages.inc({ destination: this.id, outcome: "delivered" }, messages.length);
+        return;
+      }
+      const delay = verdict.outcome === "retry" ? retryDelayMs(attempt, verdict.retryAfterMs) : 0;
+      const oldest = Math.min(...messages.map((m) => Date.parse(m.receivedAt)));
+      if (verdict.outcome === "failed" || pastHorizon(oldest, Date.now() + delay, this.deps.horizonMs)) {
+        const reason = verdict.outcome === "failed" ? verdict.reason : `horizon passed; last: ${verdict.reason}`;
+        await this.keep(messages, { status, reason, answer, attempts: attempt, first });
+        return;
+      }
+      this.deps.metrics.messages.inc({ destination: this.id, outcome: "retried" }, messages.length);
+      this.deps.log.debug({ destination: this.id, attempt, delay, reason: verdict.reason }, "delivery will be tried again");
+      await this.wait(delay, live, heartbeat);
+    }
+  }
+
+  /** One POST of `messages`; its verdict, status (0: none) and the start of its answer. */
+  private async attempt(messages: DeliveryMessage[]): Promise<{ verdict: Verdict; status: number; answer: string }> {
+    const d = this.destination;
+    const secret =
+      d.secret === undefined || this.deps.secretKey === undefined ? undefined : openSecret(d.secret, d.destinationId, this.deps.secretKey);
+    if (d.secret !== undefined && secret === undefined)
+      return { verdict: { outcome: "retry", reason: "its secret does not open with DESTINATIONS_SECRET_KEY" }, status: 0, answer: "" };
+    const { body, headers } = requestOf(d, messages, secret);
+    const posted = await postJson(d.url, headers, body, this.deps.post);
+    const status = "status" in posted.result ? posted.result.status : undefined;
+    this.deps.metrics.requests.inc({ destination: this.id, answer: answerClass(status) });
+    this.deps.metrics.attemptSeconds.observe({ destination: this.id }, posted.ms / 1000);
+    return { verdict: verdictOf(posted.result, Date.now()), status: status ?? 0, answer: posted.answer };
+  }
+
+  /** Keeps `messages` as failures of this destination. */
+  private async keep(
+    messages: DeliveryMessage[],
+    f: { status: number; reason: string; answer: string; attempts: number; first: number },
+  ): Promise<void> {
+    const now = Date.now();
+    const text = (v: unknown) => (typeof v === "string" ? v : "");
+    const rows = messages.map((m): DeliveryFailureRow => ({
+      destination_id: this.id,
+      workspace_id: this.destination.workspaceId,
+      message_id: m.messageId,
+      user_id: text(m.userId),
+      anonymous_id: text(m.anonymousId),
+      status: f.status,
+      reason: f.reason.slice(0, 500),
+      answer: Buffer.from(f.answer).subarray(0, ANSWER_SNIPPET_BYTES).toString("utf8"),
+      attempts: f.attempts,
+      first_attempt_at: new Date(f.first).toISOString(),
+      last_attempt_at: new Date(now).toISOString(),
+      received_at: m.receivedAt,
+      message: JSON.stringify(m),
+      resolved: 0,
+      version: now,
+    }));
+    await this.deps.keep(rows);
+    this.deps.metrics.messages.inc({ destination: this.id, outcome: "failed" }, messages.length);
+    this.deps.log.warn({ destination: this.id, messages: messages.length, status: f.status, reason: f.reason }, "delivery failed: kept");
+  }
+
+  /** Waits `ms`, heartbeating, and ends early (Interrupted) when the loop stops or the destination is paused. */
+  private async wait(ms: number, live: () => boolean, heartbeat: () => Promise<void>): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      await sleep(Math.min(HEARTBEAT_MS, until - Date.now()), this.abort.signal);
+      if (!live()) throw new Interrupted();
+      await heartbeat().catch(() => undefined); // a rebalance under way: isStale says so next
+      this.showOldest();
+    }
+  }
+
+  private showOldest(): void {
+    const oldest = Math.min(...this.waiting.values());
+    this.deps.metrics.oldestWaiting.set({ destination: this.id }, Number.isFinite(oldest) ? (Date.now() - oldest) / 1000 : 0);
+  }
+}
