@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import pino from "pino";
 import { Kafka, logLevel } from "kafkajs";
 import { kafkaConfig } from "../../schemas/config";
-import { ensureTopics } from "../../deploy/setup/topics";
+import { ensureTopics, waitForGroupCoordinator } from "../../deploy/setup/topics";
 import { destinationsCommand, readDestinations, type DestinationsSettings } from "../../deploy/commands/destinations";
 import { openSecret, parseDestination, type WebhookDestination } from "../../schemas/destinations";
 import { followCompacted, type Following } from "../../schemas/kafka/follow";
@@ -49,8 +49,10 @@ async function run(args: string[], over: Partial<DestinationsSettings> = {}) {
 let follower: Following | undefined;
 const seen = new Map<string, WebhookDestination>();
 
-live.before(async () => {
+/** The topics, and a follower of the destinations topic as a delivery process runs one. */
+async function setUp(): Promise<void> {
   await ensureTopics(kafka, config, { partitions: 1 });
+  await waitForGroupCoordinator(kafka, `test-${id}-destinations`); // as setup does before any process starts
   follower = await followCompacted(
     kafka,
     { topic: config.destinationsTopic, groupPrefix: `test-${id}`, label: "destinations", log },
@@ -60,6 +62,15 @@ live.before(async () => {
       else seen.set(key, d);
     },
   );
+}
+
+live.before(async () => {
+  try {
+    await setUp();
+  } catch (error) {
+    console.error("destinations.test: setup failed:", error); // uvu prints nothing of a failed before hook
+    throw error;
+  }
 });
 
 live.after(async () => {
