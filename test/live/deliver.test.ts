@@ -22,6 +22,8 @@ const SECRET_KEY = "test-destinations-secret-key-0123456789";
 const live = suite("webhook delivery (live)");
 let stack: LiveStack;
 let deliver: Service;
+/** Every receiver started, closed at the end (an open server would keep the test process alive). */
+const receivers: Receiver[] = [];
 
 /** A receiver: what it got per messageId, and the answer it gives (changeable). */
 class Receiver {
@@ -32,6 +34,7 @@ class Receiver {
   url = "";
 
   async start(): Promise<this> {
+    receivers.push(this);
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
@@ -98,6 +101,10 @@ live.before(async () => {
 live.after(async () => {
   if (deliver) await stopService(deliver);
   await stack?.stop();
+  for (const r of receivers) {
+    r.server.closeAllConnections();
+    r.server.close();
+  }
 });
 
 live("every accepted event reaches each matching destination, signed, one by one and batched; a filtered one gets none", async () => {
