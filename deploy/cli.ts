@@ -8,7 +8,7 @@
  *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
  *   users delete|suppress|unsuppress <workspaceId> <userId> [--suppress] [--by <who>]
  *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
- *   destinations add|list|pause|resume|remove|test|replay-failures ...
+ *   destinations add|list|pause|resume|remove|test|replay-failures|replay ...
  *                            a workspace's webhook destinations (deploy/commands/destinations.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
@@ -24,6 +24,7 @@ import { runSink } from "../sink/main";
 import { runDeliver } from "../sink/deliver/main";
 import { logProcessWarnings } from "../schemas/runtime/warnings";
 import { deliveriesCommand } from "./commands/deliveries";
+import { replayCommand } from "./commands/replay-range";
 import { clientSql, createClickHouse } from "../schemas/clickhouse/client";
 import { createKafka } from "../schemas/kafka/client";
 import { keysCommandConfig } from "../ingest/config";
@@ -68,7 +69,9 @@ const USAGE = `usage: cli <command>
   destinations list [workspaceId] [--json]   destinations, without header values or secrets
   destinations pause|resume|remove <id>
   destinations test <id>         post one sample message as the delivery would, print the answer
-  destinations replay-failures <id>   send the kept failures of a destination again`;
+  destinations replay-failures <id>   send the kept failures of a destination again
+  destinations replay <id> --from <time> --to <time> [--after <position>] [--rate N] [--max-wait-s N]
+                                 send the stored events received in [from, to) again, one per messageId`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -268,15 +271,18 @@ async function destinations(args: string[]): Promise<number> {
   };
   const io = { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) };
   const [action, destinationId, ...rest] = args;
-  if ((action === "test" || action === "replay-failures") && destinationId && rest.length === 0) {
+  const replay = action === "replay" && destinationId !== undefined;
+  if (((action === "test" || action === "replay-failures") && destinationId && rest.length === 0) || replay) {
     const { clickhouse } = setupConfig(process.env);
-    const client = createClickHouse(clickhouse, { requestTimeoutMs: 60_000 });
+    const client = createClickHouse(clickhouse, { requestTimeoutMs: 300_000 });
     const post = { timeoutMs: 10_000, maxAnswerBytes: 65_536, allowLinkLocal: settings.allowLinkLocal };
+    const full = { ...settings, post, database: clickhouse.database, table: clickhouse.table };
     try {
+      if (replay) return await replayCommand(destinationId, rest, full, { kafka: createKafka(kafka, "cli"), client, log, io });
       return await deliveriesCommand(
-        action,
-        destinationId,
-        { ...settings, post, database: clickhouse.database },
+        action as "test" | "replay-failures",
+        destinationId!,
+        full,
         createKafka(kafka, "cli"),
         client,
         log,

@@ -50,23 +50,17 @@ function secretOf(d: WebhookDestination, settings: DestinationsSettings): { ok: 
 }
 
 /** One POST of `messages` as the delivery sends it; the verdict's outcome, status and answer. */
-async function send(d: WebhookDestination, messages: DeliveryMessage[], secret: string | undefined, post: PostSettings) {
-  const { body, headers } = requestOf(d, messages, secret);
-  const posted = await postJson(d.url, headers, body, post);
-  const status = "status" in posted.result ? posted.result.status : 0;
-  return { verdict: verdictOf(posted.result, Date.now()), status, answer: posted.answer };
-}
-
-/** Runs `test <id>` or `replay-failures <id>`. Throws what Kafka or ClickHouse throw. */
-export async function deliveriesCommand(
-  action: "test" | "replay-failures",
+/**
+ * The destination `destinationId` with its secret opened, or the exit code after saying why not:
+ * 1 it is not on the topic, 2 its secret does not open with DESTINATIONS_SECRET_KEY.
+ */
+export async function destinationFor(
   destinationId: string,
-  settings: DestinationsSettings & { post: PostSettings; database: string },
+  settings: DestinationsSettings,
   kafka: Kafka,
-  client: ClickHouseClient,
   log: Logger,
   io: Output,
-): Promise<number> {
+): Promise<{ destination: WebhookDestination; secret?: string } | number> {
   const d = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(destinationId);
   if (d === undefined) {
     io.err(`destinations: no destination ${destinationId}\n`);
@@ -77,18 +71,55 @@ export async function deliveriesCommand(
     io.err(`destinations: the secret of ${destinationId} does not open with DESTINATIONS_SECRET_KEY\n`);
     return 2;
   }
+  return { destination: d, ...(opened.secret === undefined ? {} : { secret: opened.secret }) };
+}
+
+/** One request of `messages` to `d`, as the delivery process posts it: its verdict, HTTP status (0 without an answer) and answer text. */
+export async function send(d: WebhookDestination, messages: DeliveryMessage[], secret: string | undefined, post: PostSettings) {
+  const { body, headers } = requestOf(d, messages, secret);
+  const posted = await postJson(d.url, headers, body, post);
+  const status = "status" in posted.result ? posted.result.status : 0;
+  return { verdict: verdictOf(posted.result, Date.now()), status, answer: posted.answer };
+}
+
+/** What `test`, `replay-failures` and `replay` read of the environment: the destinations' settings, how to post, where the events are. */
+export type DeliveriesSettings = DestinationsSettings & { post: PostSettings; database: string; table: string };
+
+/** Runs `test <id>` or `replay-failures <id>`. Throws what Kafka or ClickHouse throw. */
+export async function deliveriesCommand(
+  action: "test" | "replay-failures",
+  destinationId: string,
+  settings: DeliveriesSettings,
+  kafka: Kafka,
+  client: ClickHouseClient,
+  log: Logger,
+  io: Output,
+): Promise<number> {
+  const found = await destinationFor(destinationId, settings, kafka, log, io);
+  if (typeof found === "number") return found;
+  const { destination: d, secret } = found;
   try {
     if (action === "test") {
-      const { verdict, status, answer } = await send(d, [sampleMessage(d.workspaceId, new Date())], opened.secret, settings.post);
+      const { verdict, status, answer } = await send(d, [sampleMessage(d.workspaceId, new Date())], secret, settings.post);
       io.out(
         `${verdict.outcome}\t${status === 0 ? ("reason" in verdict ? verdict.reason : "") : `HTTP ${status}`}\t${answer.slice(0, 200)}\n`,
       );
       return verdict.outcome === "delivered" ? 0 : 1;
     }
-    return await replayFailures(d, opened.secret, settings, client, io);
+    return await replayFailures(d, secret, settings, client, io);
   } finally {
     closeConnections();
   }
+}
+
+/** Writes failure rows (or a newer state of them) to delivery_failures. */
+export async function insertFailures(client: ClickHouseClient, database: string, rows: DeliveryFailureRow[]): Promise<void> {
+  await client.insert({
+    table: `${quoteIdent(database)}.${quoteIdent(DELIVERY_FAILURES_TABLE)}`,
+    values: rows,
+    format: "JSONEachRow",
+    clickhouse_settings: { date_time_input_format: "best_effort" },
+  });
 }
 
 async function replayFailures(
@@ -122,12 +153,7 @@ async function replayFailures(
         resolved: ok ? 1 : 0,
         version: Math.max(now, Number(row.version) + 1),
       };
-      await client.insert({
-        table: `${quoteIdent(settings.database)}.${quoteIdent(DELIVERY_FAILURES_TABLE)}`,
-        values: [next],
-        format: "JSONEachRow",
-        clickhouse_settings: { date_time_input_format: "best_effort" },
-      });
+      await insertFailures(client, settings.database, [next]);
       if (ok) delivered++;
       else failing++;
       io.err(`\rreplay-failures ${d.destinationId}: ${delivered} delivered, ${failing} still failing`);

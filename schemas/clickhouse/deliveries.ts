@@ -40,6 +40,45 @@ export interface DeliveryFailureRow {
   version: number;
 }
 
+/** What a failure row records of the attempts that ended in it. */
+export interface FailureOutcome {
+  /** The last answer's HTTP status; 0 without one. */
+  status: number;
+  reason: string;
+  /** The last answer's body (cut to ANSWER_SNIPPET_BYTES). */
+  answer: string;
+  attempts: number;
+  /** When the first attempt was made, ms since the epoch. */
+  firstMs: number;
+}
+
+/** The failure rows of `messages` (Segment messages as they were to be sent) for a destination, stamped `nowMs`. */
+export function failureRows(
+  destination: { destinationId: string; workspaceId: string },
+  messages: readonly ({ messageId: string; receivedAt: string } & Record<string, unknown>)[],
+  f: FailureOutcome,
+  nowMs: number,
+): DeliveryFailureRow[] {
+  const text = (v: unknown) => (typeof v === "string" ? v : "");
+  return messages.map((m) => ({
+    destination_id: destination.destinationId,
+    workspace_id: destination.workspaceId,
+    message_id: m.messageId,
+    user_id: text(m.userId),
+    anonymous_id: text(m.anonymousId),
+    status: f.status,
+    reason: f.reason.slice(0, 500),
+    answer: Buffer.from(f.answer).subarray(0, ANSWER_SNIPPET_BYTES).toString("utf8"),
+    attempts: f.attempts,
+    first_attempt_at: new Date(f.firstMs).toISOString(),
+    last_attempt_at: new Date(nowMs).toISOString(),
+    received_at: m.receivedAt,
+    message: JSON.stringify(m),
+    resolved: 0,
+    version: nowMs,
+  }));
+}
+
 /** The columns, in the order of the DDL. */
 export const DELIVERY_FAILURE_COLUMNS = [
   "destination_id",

@@ -17,7 +17,7 @@ import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { openSecret, type WebhookDestination } from "../../schemas/destinations";
 import type { DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
-import { ANSWER_SNIPPET_BYTES } from "../../schemas/clickhouse/deliveries";
+import { failureRows } from "../../schemas/clickhouse/deliveries";
 import { withAdmin } from "../../schemas/kafka/client";
 import type { PrivacyList } from "../../schemas/privacy/list";
 import { sleep } from "../../schemas/runtime/retry";
@@ -193,25 +193,7 @@ export class DestinationLoop {
     messages: DeliveryMessage[],
     f: { status: number; reason: string; answer: string; attempts: number; first: number },
   ): Promise<void> {
-    const now = Date.now();
-    const text = (v: unknown) => (typeof v === "string" ? v : "");
-    const rows = messages.map((m): DeliveryFailureRow => ({
-      destination_id: this.id,
-      workspace_id: this.destination.workspaceId,
-      message_id: m.messageId,
-      user_id: text(m.userId),
-      anonymous_id: text(m.anonymousId),
-      status: f.status,
-      reason: f.reason.slice(0, 500),
-      answer: Buffer.from(f.answer).subarray(0, ANSWER_SNIPPET_BYTES).toString("utf8"),
-      attempts: f.attempts,
-      first_attempt_at: new Date(f.first).toISOString(),
-      last_attempt_at: new Date(now).toISOString(),
-      received_at: m.receivedAt,
-      message: JSON.stringify(m),
-      resolved: 0,
-      version: now,
-    }));
+    const rows = failureRows(this.destination, messages, { ...f, firstMs: f.first }, Date.now());
     await this.deps.keep(rows);
     this.deps.metrics.messages.inc({ destination: this.id, outcome: "failed" }, messages.length);
     this.deps.log.warn({ destination: this.id, messages: messages.length, status: f.status, reason: f.reason }, "delivery failed: kept");

@@ -16,7 +16,7 @@ import { dialectFor, type Dialect } from "../../schemas/clickhouse/sql";
 import { USERS_RANK_STEP } from "../../schemas/clickhouse/analyst";
 import type { ClickHouseConfig } from "../../schemas/config";
 import type { Message } from "../../schemas/messages";
-import { messageRow } from "../../schemas/row";
+import { storedLine } from "../support/samples";
 import { migrate } from "../../deploy/setup/migrate";
 import { applyRetention } from "../../sink/upkeep/retention";
 import { openCurrentEngine, openLegacyServer, type OpenEngine } from "../support/engines";
@@ -27,18 +27,8 @@ const FLOOD = 3000;
 /** Random property keys on each flooded track. */
 const FLOOD_KEYS = 20;
 
-/** One events row line for `m`, client-dated and received at `time` (or received at `receivedAt`). */
-function line(m: Message, time: Date, receivedAt: Date = time): string {
-  const stamp = {
-    workspaceId: "ws1",
-    receivedAt: receivedAt.toISOString(),
-    sentAt: null,
-    originalTimestamp: time.toISOString(),
-    timestamp: time.toISOString(),
-    context: undefined,
-  };
-  return JSON.stringify(messageRow(m, stamp));
-}
+/** One events row line for `m` in ws1, client-dated and received at `time` (or received at `receivedAt`). */
+const line = (m: Message, time: Date, receivedAt: Date = time): string => storedLine("ws1", m, time, receivedAt);
 
 const random = () => Math.random().toString(36).slice(2, 12);
 

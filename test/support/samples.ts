@@ -1,4 +1,6 @@
 /** Request bodies shared by the tests: the spec's samples and one message of every type. */
+import type { Message } from "../../schemas/messages";
+import { messageRow } from "../../schemas/row";
 export const samples = {
   /** Spec §2.1 identify sample. */
   identify: {
@@ -39,3 +41,16 @@ export const samples = {
     ],
   },
 };
+
+/** One events row line (JSONEachRow) of `m` in `workspaceId`, client-dated at `time`, received at `receivedAt`. */
+export function storedLine(workspaceId: string, m: Message, time: Date, receivedAt: Date = time): string {
+  const stamp = {
+    workspaceId,
+    receivedAt: receivedAt.toISOString(),
+    sentAt: null,
+    originalTimestamp: time.toISOString(),
+    timestamp: time.toISOString(),
+    context: undefined,
+  };
+  return JSON.stringify(messageRow(m, stamp));
+}
