@@ -155,7 +155,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const server = await listenPublic(config, app);
   const tail = new LiveThread({
     kafka: config.kafka,
-    topics: { accepted: config.kafka.topic, refused: config.kafka.rejectedTopic },
+    topics: { accepted: config.kafka.topic, refused: config.kafka.rejectedTopic, delivery: config.kafka.deliveriesTopic },
     logLevel: config.logLevel,
     ...LIVE_TAIL,
     log,

@@ -35,6 +35,12 @@ export interface KafkaConfig {
    */
   destinationsTopic: Name;
   /**
+   * Topic of delivery attempts (env KAFKA_DELIVERIES_TOPIC, kept a day: deploy/setup/config.ts): one
+   * record per message per attempt (schemas/destinations.ts DeliveryReport), written by the
+   * delivery processes for the live view; nothing else reads it.
+   */
+  deliveriesTopic: Name;
+  /**
    * Most bytes in one produce of one process (env KAFKA_MAX_MESSAGE_BYTES; Kafka's default
    * message.max.bytes is 1,048,588). Each process also reads its topic's max.message.bytes at
    * start and keeps the smaller.
@@ -87,6 +93,7 @@ export function kafkaConfig(env: Env): KafkaConfig {
     rejectedTopic: env.KAFKA_REJECTED_TOPIC ?? "events-rejected",
     suppressionsTopic: env.KAFKA_SUPPRESSIONS_TOPIC ?? "events-suppressions",
     destinationsTopic: env.KAFKA_DESTINATIONS_TOPIC ?? "events-destinations",
+    deliveriesTopic: env.KAFKA_DELIVERIES_TOPIC ?? "events-deliveries",
     maxMessageBytes: int(env.KAFKA_MAX_MESSAGE_BYTES, 1_000_000),
     clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
   };

@@ -124,3 +124,51 @@ export function headerProblem(name: string, value: string): string | undefined {
     return `header ${name}: its value has control or non-Latin-1 characters, or passes 8 KB`;
   return undefined;
 }
+
+/**
+ * One delivery attempt of one message, as the delivery process writes it to the deliveries topic
+ * (key = messageId) for the live view. `workspaceId` comes first, so a reader finds it without
+ * parsing the record (ingest/live/items.ts). `status` is the HTTP status, 0 without an answer;
+ * `outcome` is what the attempt meant: delivered, retry (it will be tried again) or failed (kept
+ * in delivery_failures). `at` is ISO 8601.
+ */
+export interface DeliveryReport {
+  workspaceId: string;
+  destinationId: string;
+  messageId: string;
+  type: string;
+  /** track: the event; page/screen: the name; '' otherwise. */
+  event: string;
+  userId: string;
+  anonymousId: string;
+  receivedAt: string;
+  outcome: "delivered" | "retry" | "failed";
+  status: number;
+  attempt: number;
+  at: string;
+}
+
+/** The reports of one attempt of `messages` (Segment messages as sent) to a destination, at `atMs`. */
+export function deliveryReports(
+  destination: Pick<WebhookDestination, "workspaceId" | "destinationId">,
+  messages: readonly ({ messageId: string; type: string; receivedAt: string } & Record<string, unknown>)[],
+  attempt: Pick<DeliveryReport, "outcome" | "status" | "attempt">,
+  atMs: number,
+): DeliveryReport[] {
+  const text = (v: unknown) => (typeof v === "string" ? v : "");
+  const at = new Date(atMs).toISOString();
+  return messages.map((m) => ({
+    workspaceId: destination.workspaceId,
+    destinationId: destination.destinationId,
+    messageId: m.messageId,
+    type: m.type,
+    event: text(m.event) || text(m.name),
+    userId: text(m.userId),
+    anonymousId: text(m.anonymousId),
+    receivedAt: m.receivedAt,
+    outcome: attempt.outcome,
+    status: attempt.status,
+    attempt: attempt.attempt,
+    at,
+  }));
+}

@@ -4,6 +4,7 @@
  * inserts without parsing; earlier releases wrote a JSON `Envelope` (format 1), which the sink
  * still reads (records on the topic at an upgrade, DLQ replays, tools). Retries of a message
  * carry the same key, so they land in the same partition and collapse to one ClickHouse row.
+ * What consumers may rely on is schemas/events-record.schema.json (docs/EVENTS-TOPIC.md).
  */
 import type { Id, IsoDateTime, Message } from "./messages";
 

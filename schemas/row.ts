@@ -37,9 +37,9 @@ export interface EventRow extends Pick<Enrichment, "device_type"> {
   sent_at?: string;
   /** When the ingest received it. Also the ReplacingMergeTree version: the latest retry wins. */
   received_at: string;
-  /** JSON text of properties (track/page/screen), '{}' when absent. */
+  /** JSON text of properties, '{}' when absent: an object for track/page/screen; another type keeps any JSON value sent under the name. */
   properties: string;
-  /** JSON text of traits (identify/group), '{}' when absent. */
+  /** JSON text of traits, '{}' when absent: an object for identify/group; another type keeps any JSON value sent under the name. */
   traits: string;
   /** JSON text of context, '{}' when absent. */
   context: string;

@@ -18,6 +18,12 @@ export type RetentionMs = -1 | (number & tags.Type<"uint64"> & tags.Minimum<3_60
  */
 export const DEFAULT_RETENTION_MS = 30 * 24 * 3_600_000;
 
+/**
+ * retention.ms of the deliveries topic: a day. Its records (one per delivery attempt, with the
+ * user's ids) serve only the live view, which reads the last 1,000 of each partition.
+ */
+export const DELIVERIES_RETENTION_MS = 24 * 3_600_000;
+
 /** Settings of the one-shot setup: topics and ClickHouse migrations. */
 export interface SetupConfig {
   /** Partitions of a topic it creates (env KAFKA_TOPIC_PARTITIONS). */

@@ -5,7 +5,7 @@
  * Throws if Kafka is unreachable or the replication asked for cannot be had.
  */
 import { ConfigResourceTypes, ConfigSource, type Admin, type Kafka } from "kafkajs";
-import { DEFAULT_RETENTION_MS, type SetupConfig } from "./config";
+import { DEFAULT_RETENTION_MS, DELIVERIES_RETENTION_MS, type SetupConfig } from "./config";
 import { type KafkaConfig } from "../../schemas/config";
 import { withAdmin } from "../../schemas/kafka/client";
 import { pollUntil } from "../../schemas/runtime/poll";
@@ -70,6 +70,7 @@ export async function ensureTopics(
       { topic: config.topic, numPartitions: setup.partitions, retentionMs: setup.eventsRetentionMs },
       { topic: config.rejectedTopic, numPartitions: setup.partitions, retentionMs: setup.rejectedRetentionMs },
       { topic: config.dlqTopic, numPartitions: 1, retentionMs: setup.dlqRetentionMs },
+      { topic: config.deliveriesTopic, numPartitions: setup.partitions, retentionMs: DELIVERIES_RETENTION_MS },
     ];
     const wanted = [
       ...topics.map(({ topic, numPartitions, retentionMs }) => ({

@@ -1,18 +1,23 @@
 /**
- * What the live view shows of a record of the events or rejected topic: the record decoded into a
+ * What the live view shows of a record of the events, rejected or deliveries topic: the record decoded into a
  * LiveItem (messageId, type, event or name, userId, anonymousId, receivedAt, the library that sent
- * it, and the whole message; a refused item's reasons and its raw text), and the viewer's filters.
+ * it, and the whole message; a refused item's reasons and its raw text; a delivery attempt's destination, outcome,
+ * HTTP status and attempt, its receivedAt being the attempt's time), and the viewer's filters.
  * Records are kept as the broker gave them (LiveRecord), their workspace read without parsing
  * them (schemas/row.ts rowStringField; a refused record's leading `workspaceId`), and decoded at
  * most once, when a viewer asks for their workspace: a LiveEntry, the item's JSON text and the
  * fields the filters read (ingest/live/feed.ts keeps it on the record). Pure; nothing throws (an
  * undecodable record is undefined).
  */
+import type { DeliveryReport } from "../../schemas/destinations";
 import type { RejectedEnvelope } from "../../schemas/envelope";
 import { isRowValue, rowStringField } from "../../schemas/row";
 
-/** Which topic a record came from: accepted events, or items the ingest refused. */
-export type LiveKind = "accepted" | "refused";
+/**
+ * Which topic a record came from: accepted events, items the ingest refused, or attempts to
+ * deliver a message to a webhook destination (the deliveries topic, schemas/destinations.ts).
+ */
+export type LiveKind = "accepted" | "refused" | "delivery";
 
 /** A record as the tail keeps it: its topic's kind, its workspace, its value, and where it was. */
 export interface LiveRecord {
@@ -60,6 +65,8 @@ export interface LiveItem {
   message: unknown;
   /** refused: each reason, `path: expected`. */
   reasons?: string[];
+  /** delivery: to which destination, what the attempt meant, its HTTP status (0: no answer), which attempt, when. */
+  delivery?: Pick<DeliveryReport, "destinationId" | "outcome" | "status" | "attempt" | "at">;
 }
 
 /** What a viewer asks to see; every field set must match (userId and anonymousId exactly). */
@@ -127,6 +134,7 @@ export function matches(record: LiveRecord, filter: LiveFilter): boolean {
 /** The record as the viewer sees it; undefined when it cannot be decoded. */
 export function liveItem(record: LiveRecord): LiveItem | undefined {
   const text = record.value.toString("utf8");
+  if (record.kind === "delivery") return deliveryItem(record.id, text);
   return record.kind === "accepted" ? acceptedItem(record.id, text) : refusedItem(record.id, text);
 }
 
@@ -172,6 +180,30 @@ function refusedItem(id: string, text: string): LiveItem | undefined {
     ...(context?.library && typeof context.library === "object" ? { library: context.library } : {}),
     message: item ?? envelope.raw,
     reasons: Array.isArray(envelope.reasons) ? envelope.reasons.map(String) : [],
+  };
+}
+
+function deliveryItem(id: string, text: string): LiveItem | undefined {
+  const r = parseJson(text) as Partial<DeliveryReport> | undefined;
+  if (r === undefined || r === null || typeof r.messageId !== "string" || typeof r.destinationId !== "string") return undefined;
+  const outcome = r.outcome === "delivered" || r.outcome === "retry" || r.outcome === "failed" ? r.outcome : "failed";
+  return {
+    status: "delivery",
+    id,
+    messageId: r.messageId,
+    type: String(r.type ?? ""),
+    event: String(r.event ?? ""),
+    userId: String(r.userId ?? ""),
+    anonymousId: String(r.anonymousId ?? ""),
+    receivedAt: String(r.at ?? r.receivedAt ?? ""),
+    message: r,
+    delivery: {
+      destinationId: r.destinationId,
+      outcome,
+      status: Number(r.status ?? 0),
+      attempt: Number(r.attempt ?? 0),
+      at: String(r.at ?? ""),
+    },
   };
 }
 

@@ -37,10 +37,10 @@ export const PAGE_HTML = `<!doctype html>
   tr.item { cursor: pointer; }
   tr.item:hover { background: var(--bg); }
   tr.refused td:first-child { border-left: 3px solid var(--bad); }
-  tr.accepted td:first-child { border-left: 3px solid var(--ok); }
+  tr.accepted td:first-child { border-left: 3px solid var(--ok); } tr.delivery td:first-child { border-left: 3px dashed #0969da; }
   .badge { font-size: 12px; padding: 0 6px; border-radius: 10px; color: #fff; }
-  .badge.accepted { background: var(--ok); }
-  .badge.refused { background: var(--bad); }
+  .badge.accepted, .badge.delivered { background: var(--ok); } .badge.retry { background: #9a6700; }
+  .badge.refused, .badge.failed { background: var(--bad); }
   td.mono, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
   tr.detail td { white-space: normal; background: var(--bg); }
   pre { margin: 4px 0; white-space: pre-wrap; word-break: break-all; max-height: 360px; overflow: auto; }
@@ -48,8 +48,7 @@ export const PAGE_HTML = `<!doctype html>
   #empty { color: var(--muted); padding: 24px 4px; }
   col.time { width: 88px; } col.status { width: 86px; } col.type { width: 76px; } col.user { width: 22%; } col.lib { width: 200px; }
   .reason { color: var(--bad); font-size: 12px; }
-  .muted { color: var(--muted); }
-  .counts { min-height: 22px; }
+  .muted { color: var(--muted); } .counts { min-height: 22px; }
   header.paused { background: #fff8c5; }
   #paused { display: none; font-weight: 600; color: #7d4e00; }
   header.paused #paused { display: inline; }
@@ -110,7 +109,6 @@ export const PAGE_SCRIPT = `"use strict";
   var controller = null;
   var retryTimer = null;
   var dropped = 0;
-
   connectForm.token.value = sessionStorage.getItem("liveToken") || "";
   connectForm.workspaceId.value = sessionStorage.getItem("liveWorkspace") || "";
 
@@ -137,13 +135,14 @@ export const PAGE_SCRIPT = `"use strict";
     if (dropped > 0) countsBox.appendChild(el("span", dropped + " missed (slow connection)", "refused"));
   }
   function count(item) {
-    var key = item.status === "refused" ? "refused" : item.type || "?";
+    var key = item.status === "refused" ? "refused" : item.status === "delivery" ? "deliveries" : item.type || "?";
     counts[key] = (counts[key] || 0) + 1;
   }
   function keys(value) {
     return value && typeof value === "object" ? Object.keys(value).slice(0, 6).join(", ") : "";
   }
   function summary(item) {
+    if (item.delivery) return "\u2192 " + item.delivery.destinationId + ": HTTP " + (item.delivery.status || "none") + ", attempt " + item.delivery.attempt + (item.event ? " \u00b7 " + item.event : "");
     if (item.event) return item.event;
     var m = item.message || {};
     if (item.status === "refused") return "";
@@ -161,7 +160,8 @@ export const PAGE_SCRIPT = `"use strict";
     tr.dataset.messageId = item.messageId;
     tr.appendChild(el("td", time(item.receivedAt), "mono"));
     var badge = el("td");
-    badge.appendChild(el("span", item.status, "badge " + item.status));
+    var shown = item.delivery ? item.delivery.outcome : item.status;
+    badge.appendChild(el("span", shown, "badge " + shown));
     tr.appendChild(badge);
     tr.appendChild(el("td", item.type || "?"));
     var what = el("td");

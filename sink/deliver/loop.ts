@@ -15,7 +15,7 @@
  */
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
-import { openSecret, type WebhookDestination } from "../../schemas/destinations";
+import { deliveryReports, openSecret, type DeliveryReport, type WebhookDestination } from "../../schemas/destinations";
 import type { DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
 import { failureRows } from "../../schemas/clickhouse/deliveries";
 import { withAdmin } from "../../schemas/kafka/client";
@@ -42,6 +42,8 @@ export interface LoopDeps {
   /** Keeps failures in ClickHouse; resolves once they are stored (it retries until then, or throws when stopped). */
   keep: (rows: DeliveryFailureRow[]) => Promise<void>;
   metrics: DeliverMetrics;
+  /** Reports each attempt for the live view; never waited for (sink/deliver/reports.ts). */
+  report: (reports: DeliveryReport[]) => void;
   log: Logger;
 }
 
@@ -154,7 +156,10 @@ export class DestinationLoop {
       const messages = request.messages.filter((m) => !suppressed(this.deps.privacy, this.destination.workspaceId, m));
       if (messages.length === 0) return;
       const { verdict, status, answer } = await this.attempt(messages);
+      const report = (outcome: DeliveryReport["outcome"]) =>
+        this.deps.report(deliveryReports(this.destination, messages, { outcome, status, attempt }, Date.now()));
       if (verdict.outcome === "delivered") {
+        report("delivered");
         const now = Date.now();
         for (const m of messages) this.deps.metrics.latency.observe({ destination: this.id }, (now - Date.parse(m.receivedAt)) / 1000);
         this.deps.metrics.messages.inc({ destination: this.id, outcome: "delivered" }, messages.length);
@@ -164,9 +169,11 @@ export class DestinationLoop {
       const oldest = Math.min(...messages.map((m) => Date.parse(m.receivedAt)));
       if (verdict.outcome === "failed" || pastHorizon(oldest, Date.now() + delay, this.deps.horizonMs)) {
         const reason = verdict.outcome === "failed" ? verdict.reason : `horizon passed; last: ${verdict.reason}`;
+        report("failed");
         await this.keep(messages, { status, reason, answer, attempts: attempt, first });
         return;
       }
+      report("retry");
       this.deps.metrics.messages.inc({ destination: this.id, outcome: "retried" }, messages.length);
       this.deps.log.debug({ destination: this.id, attempt, delay, reason: verdict.reason }, "delivery will be tried again");
       await this.wait(delay, live, heartbeat);

@@ -22,6 +22,8 @@ export interface DeliverMetrics {
   oldestWaiting: Gauge<"destination">;
   /** 1 while the destination's loop runs (0 paused or stopped). */
   running: Gauge<"destination">;
+  /** Reports of attempts the live view will not show: too many writes under way, or Kafka refused them. */
+  reportsDropped: Counter;
 }
 
 /** Registers the metrics on a new registry, with Node's default process metrics. */
@@ -73,6 +75,11 @@ export function deliverMetrics(): DeliverMetrics {
       name: "deliver_destination_running",
       help: "1 while the destination's loop runs",
       labelNames: ["destination"],
+      registers,
+    }),
+    reportsDropped: new Counter({
+      name: "deliver_reports_dropped_total",
+      help: "Reports of attempts not written for the live view",
       registers,
     }),
   };

@@ -18,6 +18,7 @@ import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { parseDestination, type WebhookDestination } from "../../schemas/destinations";
 import { createKafka, withAdmin } from "../../schemas/kafka/client";
 import { followCompacted, type Following } from "../../schemas/kafka/follow";
+import { createProducer } from "../../schemas/kafka/producer";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import { PrivacyList } from "../../schemas/privacy/list";
 import { retry } from "../../schemas/runtime/retry";
@@ -25,6 +26,7 @@ import type { DeliverConfig } from "./config";
 import { DestinationLoop, groupIdOf, type LoopDeps } from "./loop";
 import { deliverMetrics, type DeliverMetrics } from "./metrics";
 import { closeConnections } from "./post";
+import { ReportWriter } from "./reports";
 
 /** A running delivery process. */
 export interface RunningDeliver {
@@ -131,6 +133,14 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
         onRetry: (error) => log.warn({ err: error }, "failures not kept yet; retrying"),
       },
     ).then(() => undefined);
+  const producer = createProducer(kafka);
+  await producer.connect();
+  const topic = config.kafka.deliveriesTopic;
+  const reports = new ReportWriter(
+    (messages) => producer.send({ topic, acks: 1, messages }),
+    (n) => metrics.reportsDropped.inc(n),
+    log,
+  );
   const post = { timeoutMs: config.timeoutMs, maxAnswerBytes: config.maxAnswerBytes, allowLinkLocal: config.allowLinkLocal };
   const deps: LoopDeps = {
     kafka,
@@ -142,6 +152,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
     ...(config.secretKey === undefined ? {} : { secretKey: config.secretKey }),
     keep,
     metrics,
+    report: (r) => reports.write(r),
     log,
   };
   const destinations = new Destinations(deps, log);
@@ -169,6 +180,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
       await following.stop();
       await destinations.stopAll();
       await suppressions.stop();
+      await producer.disconnect();
       closeConnections();
       http.close();
       await client.close();

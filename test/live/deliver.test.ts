@@ -16,9 +16,10 @@ import { createHmac, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { LiveStack, sqlList, stopService, waitFor, type Service } from "../support/harness";
+import { adminPort, LiveStack, sqlList, stopService, waitFor, type Service } from "../support/harness";
 
 const SECRET_KEY = "test-destinations-secret-key-0123456789";
+const ADMIN_TOKEN = "test-deliver-admin-token-0123456789";
 const live = suite("webhook delivery (live)");
 let stack: LiveStack;
 let deliver: Service;
@@ -30,6 +31,7 @@ class Receiver {
   readonly got = new Map<string, number>();
   readonly bodies: { body: Buffer; headers: IncomingMessage["headers"] }[] = [];
   answer: (body: Buffer) => number = () => 200;
+  refused = 0;
   server!: Server;
   url = "";
 
@@ -41,6 +43,7 @@ class Receiver {
       req.on("end", () => {
         const body = Buffer.concat(chunks);
         const status = this.answer(body);
+        if (status >= 500) this.refused++;
         if (status >= 200 && status < 300) {
           this.bodies.push({ body, headers: req.headers });
           const parsed = JSON.parse(body.toString()) as { batch?: { messageId: string }[]; messageId?: string };
@@ -92,7 +95,7 @@ const all = (receiver: Receiver, ids: string[], ms = 60_000) =>
   waitFor(`${ids.length} deliveries`, async () => (receiver.count(ids).delivered === ids.length ? true : undefined), ms);
 
 live.before(async () => {
-  stack = new LiveStack({ DESTINATIONS_SECRET_KEY: SECRET_KEY });
+  stack = new LiveStack({ DESTINATIONS_SECRET_KEY: SECRET_KEY, ADMIN_TOKEN });
   await stack.start();
   deliver = stack.spawn("sink/deliver/main.js", { DELIVER_HTTP_PORT: "0", DELIVER_GROUP_PREFIX: `test-deliver-${stack.id}` });
   await waitFor("deliver listening", async () => (deliver.output().includes('"msg":"deliver listening"') ? true : undefined), 60_000);
@@ -132,14 +135,43 @@ live("every accepted event reaches each matching destination, signed, one by one
 
 live("a receiver answering 500 for a while gets every event in the end", async () => {
   const flaky = await new Receiver().start();
-  let failUntil = Date.now() + 8_000;
-  flaky.answer = () => (Date.now() < failUntil ? 500 : 200);
-  await add(flaky.url);
+  // 500 for 8 s from the first request carrying one of this test's events (earlier tests' events
+  // in the destination's start margin are answered 200, so they cannot use up the 8 s).
+  let failUntil = Infinity;
+  flaky.answer = (body) => {
+    if (!body.includes("u-flaky")) return 200;
+    if (failUntil === Infinity) failUntil = Date.now() + 8_000;
+    return Date.now() < failUntil ? 500 : 200;
+  };
+  const id = await add(flaky.url);
   await new Promise((r) => setTimeout(r, 3_000));
-  failUntil = Date.now() + 8_000;
-  const ids = await send(100);
+  const ids = await send(100, { userId: "u-flaky" });
   await all(flaky, ids, 90_000);
   console.log(`  500 for 8 s, then 200: ${JSON.stringify(flaky.count(ids))}`);
+  // The live view shows each attempt: the retries answered 500, then the deliveries.
+  const admin = `http://127.0.0.1:${await adminPort(stack.ingest!)}`;
+  const mine = new Set(ids);
+  const attempts = await waitFor(
+    "the live view's deliveries",
+    async () => {
+      const answer = await fetch(`${admin}/live/recent?workspaceId=ws-test&userId=u-flaky&limit=1000`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      const { items } = (await answer.json()) as { items: { status: string; messageId: string; delivery?: Record<string, unknown> }[] };
+      const ours = items.filter((i) => i.status === "delivery" && i.delivery?.destinationId === id && mine.has(i.messageId));
+      return ours.filter((i) => i.delivery?.outcome === "delivered").length === ids.length ? ours : undefined;
+    },
+    30_000,
+  );
+  const retried = attempts.filter((i) => i.delivery?.outcome === "retry");
+  assert.ok(
+    retried.length > 0 && retried.every((i) => i.delivery?.status === 500),
+    `retries shown with their 500 (${flaky.refused} answered 500)`,
+  );
+  assert.ok(
+    attempts.some((i) => i.delivery?.outcome === "delivered" && Number(i.delivery.attempt) > 1),
+    "a later attempt delivered",
+  );
 });
 
 live("a 400 is kept in delivery_failures; replay-failures delivers it once the receiver is fixed", async () => {

@@ -8,19 +8,25 @@
  * - addresses: KAFKA_BROKERS and CLICKHOUSE_URL point at the local stack, listen hosts at
  *   127.0.0.1, and every container port (with the *_PORT setting holding it) at a free local
  *   port; CLICKHOUSE_CLUSTER is dropped, the local ClickHouse being one server;
- * - names: the topics, the consumer group and the database are this run's own;
+ * - names: the topics, the consumer groups (the sink's, the delivery's prefix) and the database
+ *   are this run's own;
  * - Secrets: their values are local test values (TEST_SECRETS), never the render's.
  * A Job must exit 0 (the Jobs run first: the Deployments need their topics and tables); each
  * Deployment container must answer its readiness and liveness paths with 200. Then one event
- * posted to each ingest lands in ClickHouse, and every container stops on SIGTERM with exit 0
+ * posted to each ingest lands in ClickHouse; a destination added with the CLI as the delivery
+ * container would run it (its entrypoint and environment, DESTINATIONS_SECRET_KEY from its Secret)
+ * receives, through the booted delivery process, a later event signed with its secret, and every
+ * container stops on SIGTERM with exit 0
  * within its terminationGracePeriodSeconds. Each ingest is also loaded with batches of refused items: one
  * workspace's are held to the rendered rate limit, and those of many workspaces together must leave
  * it alive and under its container's memory limit with the rendered memory settings.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, createHmac, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createClient } from "@clickhouse/client";
@@ -51,12 +57,13 @@ const keyLine = (key: string, workspaceId: string) => `sha256:${createHash("sha2
 const TEST_SECRETS: Record<string, Record<string, string>> = {
   "segment-ingest-clickhouse": { CLICKHOUSE_USER: CH_USER, CLICKHOUSE_PASSWORD: CH_PASSWORD },
   "segment-ingest-admin": { ADMIN_TOKEN: `k8s-boot-${randomUUID()}` },
+  "segment-ingest-destinations": { DESTINATIONS_SECRET_KEY: `k8s-boot-${randomUUID()}` },
   "segment-ingest-write-keys": {
     "write-keys": [keyLine(WRITE_KEY, WORKSPACE), ...TENANT_KEYS.map((key, i) => keyLine(key, `ws-k8s-tenant-${i}`))].join(""),
   },
 };
 /** Settings that are addresses: pointed at the local stack. */
-const LISTEN_HOSTS = ["INGEST_HOST", "INGEST_METRICS_HOST", "SINK_HTTP_HOST"];
+const LISTEN_HOSTS = ["INGEST_HOST", "INGEST_METRICS_HOST", "SINK_HTTP_HOST", "DELIVER_HTTP_HOST"];
 
 const rel = (path: string) => relative(ROOT, path);
 
@@ -130,9 +137,19 @@ interface Launch {
 /** This run's own names. */
 interface Names {
   id: string;
-  topics: Record<"KAFKA_TOPIC" | "KAFKA_DLQ_TOPIC" | "KAFKA_REJECTED_TOPIC" | "KAFKA_SUPPRESSIONS_TOPIC", string>;
+  topics: Record<
+    | "KAFKA_TOPIC"
+    | "KAFKA_DLQ_TOPIC"
+    | "KAFKA_REJECTED_TOPIC"
+    | "KAFKA_SUPPRESSIONS_TOPIC"
+    | "KAFKA_DESTINATIONS_TOPIC"
+    | "KAFKA_DELIVERIES_TOPIC",
+    string
+  >;
   database: string;
   group: string;
+  /** DELIVER_GROUP_PREFIX: each destination's group is `<prefix>-<destinationId>`. */
+  deliverPrefix: string;
 }
 
 function newNames(): Names {
@@ -144,9 +161,13 @@ function newNames(): Names {
       KAFKA_DLQ_TOPIC: `k8s-boot-dlq-${id}`,
       KAFKA_REJECTED_TOPIC: `k8s-boot-rejected-${id}`,
       KAFKA_SUPPRESSIONS_TOPIC: `k8s-boot-suppressions-${id}`,
+      KAFKA_DESTINATIONS_TOPIC: `k8s-boot-destinations-${id}`,
+      // The delivery's reports of attempts for the live view (read by processes that know it).
+      KAFKA_DELIVERIES_TOPIC: `k8s-boot-deliveries-${id}`,
     },
     database: `k8s_boot_${id}`,
     group: `k8s-boot-sink-${id}`,
+    deliverPrefix: `k8s-boot-deliver-${id}`,
   };
 }
 
@@ -254,8 +275,12 @@ async function launchOf(objects: Manifest[], workload: Manifest, container: Mani
     if (/_PORT$/.test(key) && local !== undefined) set(key, String(local));
   }
   // Names.
-  Object.assign(env, names.topics, { CLICKHOUSE_DATABASE: names.database, SINK_GROUP_ID: names.group });
-  changed.push(`topics, SINK_GROUP_ID, CLICKHOUSE_DATABASE: this run's (${names.id})`);
+  Object.assign(env, names.topics, {
+    CLICKHOUSE_DATABASE: names.database,
+    SINK_GROUP_ID: names.group,
+    DELIVER_GROUP_PREFIX: names.deliverPrefix,
+  });
+  changed.push(`topics, SINK_GROUP_ID, DELIVER_GROUP_PREFIX, CLICKHOUSE_DATABASE: this run's (${names.id})`);
 
   // The image's entrypoint and command, as Kubernetes combines them with command and args.
   const argv: string[] = container.command
@@ -344,6 +369,8 @@ async function cleanUp(names: Names, running: Running[]): Promise<void> {
     const existing = new Set(await admin.listTopics());
     const topics = Object.values(names.topics).filter((t) => existing.has(t));
     if (topics.length > 0) await admin.deleteTopics({ topics });
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${names.deliverPrefix}-`));
+    if (groups.length > 0) await admin.deleteGroups(groups);
   } catch {
     // housekeeping only: a failure leaves a stray test topic, not a wrong result
   } finally {
@@ -387,6 +414,80 @@ async function oneEventLands(ingest: Running, database: string, table: string): 
 }
 
 const show = (line: string) => console.log(`  ${line}`);
+
+/** Runs `argv` with `env` to its end; resolves with its exit code and output. */
+function runToEnd(argv: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  return once(child, "exit").then(([code]) => ({ code: code as number | null, output }));
+}
+
+/** Polls `check` every 250 ms until it returns a value; throws `what` after `ms`. */
+async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * A destination of the test workspace, added by `cli destinations add` with the delivery
+ * container's entrypoint and environment (its topics, DESTINATIONS_SECRET_KEY of its Secret) and a
+ * shared secret, posting to a receiver on 127.0.0.1. The booted delivery process must start it
+ * (deliver_destination_running 1 on its /metrics), then deliver an event posted to the ingest
+ * after that, signed (X-Signature, HMAC-SHA1 of the body) with the secret it opened with the key,
+ * and count it as delivered.
+ */
+async function deliveryArrives(deliver: Running, ingest: Running, names: Names): Promise<void> {
+  const received: { body: string; signature?: string }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d: Buffer) => (body += d.toString()));
+    req.on("end", () => {
+      received.push({ body, signature: req.headers["x-signature"] as string | undefined });
+      res.writeHead(200).end("ok");
+    });
+  });
+  receiver.listen(0, "127.0.0.1");
+  await once(receiver, "listening");
+  const destinationId = `d-k8s-boot-${names.id}`;
+  const secret = randomUUID();
+  const metricsUrl = `http://127.0.0.1:${deliver.launch.named.http}/metrics`;
+  const metrics = async () => (await fetch(metricsUrl, { signal: AbortSignal.timeout(2_000) })).text();
+  try {
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const cli = [...deliver.launch.argv.slice(0, IMAGE.entrypoint.length), "destinations", "add", WORKSPACE, "webhook", url];
+    const add = await runToEnd([...cli, "--id", destinationId, "--secret-env", "K8S_BOOT_HOOK_SECRET"], {
+      ...deliver.launch.env,
+      K8S_BOOT_HOOK_SECRET: secret,
+    });
+    assert.is(add.code, 0, `destinations add exited ${add.code}:\n${tail(add.output)}`);
+    await until(`${deliver.launch.label} did not start ${destinationId}`, 60_000, async () =>
+      (await metrics()).includes(`deliver_destination_running{destination="${destinationId}"} 1`) ? true : undefined,
+    );
+    const messageId = randomUUID();
+    const response = await fetch(`http://127.0.0.1:${ingest.launch.named.http}/v1/track`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: basic(WRITE_KEY) },
+      body: JSON.stringify({ messageId, userId: "k8s-boot-user", event: "Delivered" }),
+    });
+    assert.is(response.status, 200, `POST /v1/track answered ${response.status}`);
+    const got = await until(`the event did not reach the destination's receiver through ${deliver.launch.label}`, 60_000, async () =>
+      received.find((r) => (JSON.parse(r.body) as { messageId?: string }).messageId === messageId),
+    );
+    assert.is(got.signature, createHmac("sha1", secret).update(got.body).digest("hex"), "X-Signature with the secret the key opened");
+    const delivered = new RegExp(`deliver_messages_total\\{destination="${destinationId}",outcome="delivered"\\} (\\d+)`);
+    assert.ok(Number(delivered.exec(await metrics())?.[1]) >= 1, "deliver_messages_total counts it as delivered");
+  } finally {
+    receiver.closeAllConnections();
+    receiver.close();
+  }
+}
 
 /** VmRSS, or VmHWM (the peak since the last reset), of a process, MiB. */
 function memoryMb(pid: number, field: "VmRSS" | "VmHWM"): number {
@@ -492,6 +593,15 @@ for (const dir of kustomizations(ROOT).filter((d) => render(ROOT, d).some((o) =>
         assert.ok(peakMb < limit, `peak RSS ${peakMb.toFixed(0)} MiB is over the memory limit ${limit} MiB`);
         await oneEventLands(ingest, names.database, ingest.launch.env.CLICKHOUSE_TABLE ?? "events");
         show(`OK   ${ingest.launch.label} stayed under its memory limit and an event posted after landed`);
+      }
+      // The delivery process, as rendered, delivers to a destination added as the docs say.
+      const delivers = services.filter((r) => r.launch.command === "deliver");
+      assert.ok(delivers.length > 0, "the render runs a delivery process");
+      for (const deliver of delivers) {
+        for (const ingest of services.filter((r) => r.launch.command === "ingest")) {
+          await deliveryArrives(deliver, ingest, names);
+          show(`OK   an event posted to ${ingest.launch.label} reached a destination through ${deliver.launch.label}, signed`);
+        }
       }
       // A stop within the grace period, exit 0.
       for (const run of services) run.child.kill("SIGTERM");

@@ -8,7 +8,7 @@ import { kafkaConfig } from "../../schemas/config";
 import { randomUUID } from "node:crypto";
 import { ensureTopics } from "../../deploy/setup/topics";
 import * as assert from "uvu/assert";
-import { DEFAULT_RETENTION_MS } from "../../deploy/setup/config";
+import { DEFAULT_RETENTION_MS, DELIVERIES_RETENTION_MS } from "../../deploy/setup/config";
 
 const live = suite("topic replication (live broker)");
 const kafka = new Kafka({ clientId: "test-topics", brokers: kafkaConfig(process.env).brokers, logLevel: logLevel.NOTHING });
@@ -21,6 +21,7 @@ const names = () => {
     dlqTopic: `t-${id}-dlq`,
     suppressionsTopic: `t-${id}-suppressions`,
     destinationsTopic: `t-${id}-destinations`,
+    deliveriesTopic: `t-${id}-deliveries`,
   };
 };
 
@@ -29,7 +30,14 @@ live(
   async () => {
     const config = names();
     const { created, replication } = await ensureTopics(kafka, config, { partitions: 2 });
-    assert.equal(created, [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic, config.destinationsTopic]);
+    assert.equal(created, [
+      config.topic,
+      config.rejectedTopic,
+      config.dlqTopic,
+      config.deliveriesTopic,
+      config.suppressionsTopic,
+      config.destinationsTopic,
+    ]);
     assert.equal(replication, { replicationFactor: 1, minInsyncReplicas: 1 });
     const admin = kafka.admin();
     await admin.connect();
@@ -40,7 +48,7 @@ live(
       });
       assert.equal(
         described.resources.map((r) => r.configEntries[0]?.configValue),
-        ["1", "1", "1", "1", "1"],
+        ["1", "1", "1", "1", "1", "1"],
       );
       // Set on the topic by setup (source TOPIC_CONFIG), not the broker's value that happens to match.
       assert.equal(
@@ -109,7 +117,13 @@ live("retention: 30 days on creation; a given setting also changes an existing t
       ],
     });
     const first = await ensureTopics(kafka, config, { partitions: 1 });
-    assert.equal(first.created, [config.rejectedTopic, config.dlqTopic, config.suppressionsTopic, config.destinationsTopic]);
+    assert.equal(first.created, [
+      config.rejectedTopic,
+      config.dlqTopic,
+      config.deliveriesTopic,
+      config.suppressionsTopic,
+      config.destinationsTopic,
+    ]);
     assert.equal(first.retentionChanged, [], "unset: an existing topic keeps its retention");
     const names4 = [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic];
     const keys = ["retention.ms", "cleanup.policy", "min.insync.replicas", "max.message.bytes"];
@@ -120,8 +134,13 @@ live("retention: 30 days on creation; a given setting also changes an existing t
     assert.equal(read[config.dlqTopic]!["retention.ms"], thirtyDays);
     assert.is.not(read[config.suppressionsTopic]!["retention.ms"]![1], ConfigSource.TOPIC_CONFIG, "compacted: no retention set");
     assert.equal(read[config.suppressionsTopic]!["cleanup.policy"], ["compact", ConfigSource.TOPIC_CONFIG]);
-    const destinations = await topicConfigs([config.destinationsTopic], keys);
+    const destinations = await topicConfigs([config.destinationsTopic, config.deliveriesTopic], keys);
     assert.equal(destinations[config.destinationsTopic]!["cleanup.policy"], ["compact", ConfigSource.TOPIC_CONFIG]);
+    assert.equal(
+      destinations[config.deliveriesTopic]!["retention.ms"],
+      [String(DELIVERIES_RETENTION_MS), ConfigSource.TOPIC_CONFIG],
+      "a day",
+    );
 
     // Settings given: the existing events topic and the DLQ change, the rest keep theirs.
     const second = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
@@ -139,7 +158,7 @@ live("retention: 30 days on creation; a given setting also changes an existing t
     // Again with the same settings: nothing to change.
     const third = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
     assert.equal(third.retentionChanged, []);
-    await admin.deleteTopics({ topics: [...names4, config.destinationsTopic] });
+    await admin.deleteTopics({ topics: [...names4, config.destinationsTopic, config.deliveriesTopic] });
   } finally {
     await admin.disconnect();
   }

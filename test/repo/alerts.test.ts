@@ -5,7 +5,8 @@
  * test/repo/alerts.test.yaml, which must hold a firing and a quiet case of every alert; a copy
  * with one threshold changed must fail those tests. Every runbook named has its section in
  * docs/RUNBOOKS.md; every metric the rules and the dashboard read is one the processes export
- * (or up, or the kubelet's volume statistics), and no series is split by workspace; the volume
+ * (or up, or the kubelet's volume statistics), and no series is split by workspace (the delivery's
+ * are by destination id); the volume
  * rules select the PVC names the operators make from deploy/k8s/operators. The live run against the local stack is test/faults/node/alerts.test.ts.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,6 +17,7 @@ import * as assert from "uvu/assert";
 import { parse, stringify } from "yaml";
 import { ingestMetrics } from "../../ingest/metrics";
 import { sinkMetrics } from "../../sink/metrics";
+import { deliverMetrics } from "../../sink/deliver/metrics";
 import { findRoot, render, type Manifest } from "../support/kustomize";
 import { alertRules, dashboardExprs, exprMetrics, promtool } from "../support/alerts";
 
@@ -52,6 +54,7 @@ test("the production overlay holds the PrometheusRule, a PodMonitor per process 
       .map((m) => [m.spec.selector.matchLabels["app.kubernetes.io/component"], m.spec.podMetricsEndpoints[0].port])
       .sort(),
     [
+      ["deliver", "http"],
       ["ingest", "metrics"],
       ["sink", "http"],
     ],
@@ -102,6 +105,13 @@ test("a rule with its threshold changed fails the rule tests", () => {
     ["SegmentIngestNothingProduced", "> 3600", "> 3600000"],
     ["SegmentVolumeSpaceLow", "< 0.15", "< 0.1"],
     ["SegmentVolumeFillingUp", "24 * 3600", "3600"],
+    ["SegmentDeliverBacklogOld", "> 3600", "> 4000"],
+    ["SegmentDeliverDestinationFailing", "[10m] offset 10m", "[10m] offset 15m"],
+    [
+      "SegmentDeliverFailuresKept",
+      '{job="segment-ingest-deliver",outcome="failed"} offset 10m',
+      '{job="segment-ingest-deliver",outcome="failed"} offset 1m',
+    ],
   ];
   for (const [alert, from, to] of changes) {
     const broken = structuredClone(groups);
@@ -180,7 +190,7 @@ test("every runbook has its section in docs/RUNBOOKS.md", () => {
 
 test("the rules and the dashboard read only metrics the processes export, none split by workspace", async () => {
   const exported = new Set<string>();
-  for (const registry of [ingestMetrics().registry, sinkMetrics(["events"]).registry]) {
+  for (const registry of [ingestMetrics().registry, sinkMetrics(["events"]).registry, deliverMetrics().registry]) {
     for (const metric of await registry.getMetricsAsJSON()) {
       const names = metric.type === ("histogram" as unknown) ? ["_bucket", "_sum", "_count"].map((s) => metric.name + s) : [metric.name];
       for (const name of names) exported.add(name);

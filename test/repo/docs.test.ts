@@ -16,8 +16,8 @@ import { ROOT } from "../support/paths";
 
 const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" }).split("\n").filter(Boolean);
 const SOURCE_FOLDERS = ["ingest", "sink", "schemas", "deploy"] as const;
-/** A path into one of the repository's folders, as docs and comments write it. */
-const PATH = /(?<![\w./@-])((?:ingest|sink|schemas|deploy|test|docs|\.ci)\/[\w./-]*[\w/])/g;
+/** A path into one of the repository's folders, as docs and comments write it (not one inside a URN or URL: after a colon). */
+const PATH = /(?<![\w./@:-])((?:ingest|sink|schemas|deploy|test|docs|\.ci)\/[\w./-]*[\w/])/g;
 
 /** Paths named in `text` that do not exist (a trailing `/` names a folder). */
 export function missingPaths(text: string, exists: (path: string) => boolean): string[] {

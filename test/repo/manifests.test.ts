@@ -6,8 +6,9 @@
  *   Kubernetes API's JSON Schemas, strict (unknown fields and duplicate keys refused), for each
  *   Kubernetes version of KUBERNETES_VERSIONS;
  * - our production rules, read from kustomize's renders (non-root, read-only root filesystem,
- *   probes, sink replicas versus partitions, grace periods, documented settings, the ConfigMap
- *   accepted by the typed config); test/live/k8s-boot.test.ts starts what the renders describe;
+ *   probes, sink and delivery replicas versus partitions, grace periods, documented settings, the
+ *   ConfigMap accepted by the typed config, Secrets that exist, the delivery's egress: destinations
+ *   on 80 and 443 but not the metadata range); test/live/k8s-boot.test.ts starts what the renders describe;
  * - deploy/compose.yaml against the Compose Specification's schema (test/fixtures) and its start
  *   order; deploy/Dockerfile and .dockerignore.
  * Every check also runs on a deliberately broken copy, which it must refuse.
@@ -24,6 +25,7 @@ import { ingestConfig } from "../../ingest/config";
 import { stopBoundMs } from "../../ingest/service";
 import { STOP_MARGIN_MS } from "../../schemas/runtime/deadline";
 import { sinkConfig } from "../../sink/config";
+import { deliverConfig } from "../../sink/deliver/config";
 import { KUBERNETES_VERSIONS, OPERATOR_KINDS, kubeconform, unschematizedKinds, type Report } from "../support/kubeconform";
 import { build, findRoot, kustomizations, mebibytes, parseManifests, type Manifest } from "../support/kustomize";
 
@@ -181,6 +183,110 @@ function cliCommands(): Set<string> {
   return new Set([...source.matchAll(/case\s+"([a-z][a-z-]*)"\s*:/g)].map((m) => m[1]));
 }
 
+/** The longest stop of the delivery process before it exits by itself, s: sink/deliver/main.ts's STOP_TIMEOUT_MS and the margin. */
+const DELIVER_STOP_S =
+  (Number(/const STOP_TIMEOUT_MS = ([\d_]+);/.exec(readFileSync(join(ROOT, "sink", "deliver", "main.ts"), "utf8"))![1]!.replace(/_/g, "")) +
+    STOP_MARGIN_MS) /
+  1000;
+
+/** An IPv4 address as a number. */
+const ipv4 = (ip: string) => ip.split(".").reduce((n, octet) => n * 256 + Number(octet), 0);
+/** Whether IPv4 `ip` is in `cidr` (an IPv6 block never holds it). */
+function inCidr(ip: string, cidr: string): boolean {
+  const [base, bits] = cidr.split("/");
+  if (!base!.includes(".")) return false;
+  const size = 2 ** (32 - Number(bits ?? 32));
+  return Math.floor(ipv4(ip) / size) === Math.floor(ipv4(base!) / size);
+}
+
+/**
+ * Whether the NetworkPolicies selecting pods labelled `labels` let them open a TCP connection to
+ * IPv4 `ip` on `port` (policies add up; a peer selecting pods or namespaces is never an outside
+ * address; no policy with Egress: everything goes).
+ */
+function egressReaches(resources: Manifest[], labels: Record<string, string>, ip: string, port: number): boolean {
+  const policies = resources.filter(
+    (r) =>
+      r.kind === "NetworkPolicy" &&
+      (r.spec?.policyTypes ?? []).includes("Egress") &&
+      Object.entries(r.spec?.podSelector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v),
+  );
+  if (policies.length === 0) return true;
+  return policies.some((policy) =>
+    (policy.spec.egress ?? []).some((rule: Json) => {
+      const ports: Json[] = rule.ports ?? [];
+      const portOk =
+        ports.length === 0 ||
+        ports.some(
+          (p) =>
+            (p.protocol ?? "TCP") === "TCP" &&
+            (p.port === undefined || (p.endPort ? p.port <= port && port <= p.endPort : Number(p.port) === port)),
+        );
+      const peers: Json[] = rule.to ?? [];
+      const peerOk =
+        peers.length === 0 ||
+        peers.some(
+          (peer) => peer.ipBlock && inCidr(ip, peer.ipBlock.cidr) && !(peer.ipBlock.except ?? []).some((e: string) => inCidr(ip, e)),
+        );
+      return portOk && peerOk;
+    }),
+  );
+}
+
+/**
+ * The delivery process's rules: probes and port as DELIVER_HTTP_*, listening beyond loopback (the
+ * kubelet probes the pod's address), at most as many replicas as partitions (the HPA's maximum;
+ * no surge), a grace period over its stop bound, its key from a Secret, a PDB, and egress to
+ * destinations on 80 and 443 (an address on the internet, 203.0.113.10) but not to the metadata
+ * range, and to Kafka, ClickHouse and DNS.
+ */
+function deliverViolations(resources: Manifest[], data: Record<string, string>, container: (d: Manifest, name: string) => Json): string[] {
+  const out: string[] = [];
+  const name = "segment-ingest-deliver";
+  const deliver = resources.find((r) => r.kind === "Deployment" && r.metadata?.name === name);
+  if (!deliver) return [`Deployment/${name} is missing`];
+  const c = container(deliver, "deliver");
+  const port = Number(data.DELIVER_HTTP_PORT ?? 3003);
+  if (c && !(c.ports ?? []).some((p: Json) => p.containerPort === port && p.name === "http"))
+    out.push(`Deployment/${name}: port http must be DELIVER_HTTP_PORT (${port})`);
+  if (String(deliver.spec.template.metadata?.annotations?.["prometheus.io/port"]) !== String(port))
+    out.push(`Deployment/${name}: prometheus.io/port must be DELIVER_HTTP_PORT`);
+  const host = data.DELIVER_HTTP_HOST ?? "127.0.0.1";
+  if (/^(127\.|localhost$|::1$)/.test(host))
+    out.push(`ConfigMap: DELIVER_HTTP_HOST ${host} is loopback: the kubelet's probes and Prometheus reach the pod's address`);
+  const partitions = Number(data.KAFKA_TOPIC_PARTITIONS ?? 3);
+  const hpa = resources.find((r) => r.kind === "HorizontalPodAutoscaler" && r.spec?.scaleTargetRef?.name === name);
+  if (!hpa) out.push(`no HorizontalPodAutoscaler targets Deployment/${name}`);
+  else {
+    if (hpa.spec.maxReplicas > partitions)
+      out.push(`HorizontalPodAutoscaler/${name}: maxReplicas ${hpa.spec.maxReplicas} exceed KAFKA_TOPIC_PARTITIONS (${partitions})`);
+    if (deliver.spec.replicas !== undefined && deliver.spec.replicas < (hpa.spec.minReplicas ?? 1))
+      out.push(`Deployment/${name}: replicas below the HPA's minReplicas`);
+  }
+  if ((deliver.spec.replicas ?? 1) > partitions) out.push(`Deployment/${name}: replicas exceed KAFKA_TOPIC_PARTITIONS (${partitions})`);
+  const surge = deliver.spec.strategy?.rollingUpdate?.maxSurge;
+  if (surge === undefined || surge !== 0)
+    out.push(`Deployment/${name}: maxSurge must be 0 (a surge at the HPA's maximum would exceed the partitions)`);
+  const grace = deliver.spec.template.spec.terminationGracePeriodSeconds ?? 30;
+  if (!(grace > DELIVER_STOP_S))
+    out.push(
+      `Deployment/${name}: terminationGracePeriodSeconds ${grace} must exceed its stop bound and the exit margin (${DELIVER_STOP_S} s)`,
+    );
+  const key = (c?.env ?? []).find((e: Json) => e.name === "DESTINATIONS_SECRET_KEY");
+  if (c && !key?.valueFrom?.secretKeyRef) out.push(`Deployment/${name}: DESTINATIONS_SECRET_KEY must come from a Secret (secretKeyRef)`);
+  const labels = deliver.spec.template.metadata?.labels ?? {};
+  const selects = (r: Manifest) => Object.entries(r.spec?.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  if (!resources.some((r) => r.kind === "PodDisruptionBudget" && selects(r))) out.push(`no PodDisruptionBudget selects Deployment/${name}`);
+  const reaches = (ip: string, p: number) => egressReaches(resources, labels, ip, p);
+  for (const p of [80, 443]) {
+    if (!reaches("203.0.113.10", p)) out.push(`Deployment/${name}: its NetworkPolicies keep it from destinations on port ${p}`);
+    if (reaches("169.254.169.254", p))
+      out.push(`Deployment/${name}: its NetworkPolicies let it reach 169.254.169.254:${p} (cloud metadata)`);
+  }
+  for (const p of [9092, 8123, 53]) if (!reaches("10.0.0.5", p)) out.push(`Deployment/${name}: its NetworkPolicies keep it from port ${p}`);
+  return out;
+}
+
 /**
  * Violations of the production rules in a set of rendered resources; empty when all hold.
  * `external` names Secrets that exist outside the manifests (production creates them).
@@ -212,7 +318,23 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
           ADMIN_TOKEN: adminSecret?.stringData?.ADMIN_TOKEN === undefined ? Buffer.from(adminToken, "base64").toString() : adminToken,
         }
       : data;
-  const parsers = { ingest: () => ingestConfig(withToken), sink: () => sinkConfig(data), setup: () => setupConfig(data) };
+  // The delivery process with the destinations key of the render's Secret, when it carries one.
+  const keySecret = find("Secret", "segment-ingest-destinations");
+  const key: unknown = keySecret?.stringData?.DESTINATIONS_SECRET_KEY ?? keySecret?.data?.DESTINATIONS_SECRET_KEY;
+  const withKey =
+    typeof key === "string"
+      ? {
+          ...data,
+          DESTINATIONS_SECRET_KEY:
+            keySecret?.stringData?.DESTINATIONS_SECRET_KEY === undefined ? Buffer.from(key, "base64").toString() : key,
+        }
+      : data;
+  const parsers = {
+    ingest: () => ingestConfig(withToken),
+    sink: () => sinkConfig(data),
+    setup: () => setupConfig(data),
+    deliver: () => deliverConfig(withKey),
+  };
   for (const [what, parseConfig] of Object.entries(parsers)) {
     try {
       parseConfig();
@@ -245,6 +367,13 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
             const [kind, name] = from.configMapRef ? ["ConfigMap", from.configMapRef.name] : ["Secret", from.secretRef?.name];
             return [!exists(kind, name), `envFrom ${kind}/${name} does not exist`];
           }),
+          // A Secret key a container needs (not optional) must exist, or the pod never starts.
+          ...(c.env ?? [])
+            .filter((e: Json) => e.valueFrom?.secretKeyRef && e.valueFrom.secretKeyRef.optional !== true)
+            .map((e: Json): [boolean, string] => [
+              !exists("Secret", e.valueFrom.secretKeyRef.name),
+              `env ${e.name}: Secret/${e.valueFrom.secretKeyRef.name} does not exist`,
+            ]),
           ...(c.volumeMounts ?? []).map((m: Json): [boolean, string] => [
             !(spec.volumes ?? []).some((v: Json) => v.name === m.name),
             `volumeMount ${m.name} has no volume`,
@@ -331,6 +460,8 @@ function ruleViolations(resources: Manifest[], external = new Set<string>()): st
     if (autoscaler("segment-ingest-sink")) out.push("Deployment/segment-ingest-sink must not be autoscaled past the partitions");
   }
 
+  out.push(...deliverViolations(resources, data, container));
+
   const job = resources.find((r) => r.kind === "Job");
   if (!job || job.spec.template.spec.containers[0]?.args?.[0] !== "migrate") out.push("a Job running migrate is required");
   else if (!["OnFailure", "Never"].includes(job.spec.template.spec.restartPolicy))
@@ -408,11 +539,11 @@ function composeRuleViolations(compose: Json): string[] {
     if (!services[name]?.healthcheck?.test) out.push(`${name}: needs a healthcheck`);
     if (condition("migrate", name) !== "service_healthy") out.push(`migrate must wait for ${name} to be healthy`);
   }
-  for (const name of ["ingest", "sink"]) {
+  for (const name of ["ingest", "sink", "deliver"]) {
     if (condition(name, "migrate") !== "service_completed_successfully") out.push(`${name} must wait for migrate to complete successfully`);
   }
   const commands = cliCommands();
-  for (const name of ["migrate", "ingest", "sink"]) {
+  for (const name of ["migrate", "ingest", "sink", "deliver"]) {
     const s = services[name];
     if (!s) {
       out.push(`service ${name} is missing`);
@@ -432,6 +563,15 @@ function composeRuleViolations(compose: Json): string[] {
     for (const key of Object.keys(s.environment ?? {})) if (!DOCUMENTED.has(key)) out.push(`${name}: ${key} is not a documented setting`);
   }
   if (!String(services.ingest?.ports ?? "").includes("3000:3000")) out.push("ingest must publish 3000:3000");
+  // The delivery listens beyond the container's loopback, where its healthcheck and the published port reach it.
+  const env = (services.deliver?.environment ?? {}) as Record<string, string>;
+  if (
+    env.DELIVER_HTTP_HOST !== "0.0.0.0" ||
+    !String(services.deliver?.ports ?? "").includes(`${env.DELIVER_HTTP_PORT}:${env.DELIVER_HTTP_PORT}`)
+  )
+    out.push("deliver must listen on 0.0.0.0 and publish DELIVER_HTTP_PORT");
+  if (!JSON.stringify(services.deliver?.healthcheck?.test ?? "").includes(`:${env.DELIVER_HTTP_PORT}/readyz`))
+    out.push("deliver: its healthcheck must ask /readyz on DELIVER_HTTP_PORT");
   if (!String(services.clickhouse?.ports ?? "").includes("8123")) out.push("clickhouse must publish 8123");
   if (!/PLAINTEXT:\/\/kafka:9092/.test(services.kafka?.environment?.KAFKA_ADVERTISED_LISTENERS ?? ""))
     out.push("kafka must advertise kafka:9092");
@@ -559,6 +699,30 @@ test("kubeconform -strict refuses broken copies: misspelt and missing fields, wr
     ["an unquoted number", "ConfigMap/segment-ingest-config", (m) => (m.data.INGEST_PORT = 3000), /INGEST_PORT': got number/],
     ["an object in stringData", "Secret/segment-ingest-clickhouse", (m) => (m.stringData.CLICKHOUSE_USER = {}), /USER': got object/],
     ["a boolean label", "Namespace/segment-ingest", (m) => (m.metadata.labels.audit = true), /audit': got boolean/],
+    [
+      "a misspelt secretKeyRef",
+      "Deployment/segment-ingest-deliver",
+      (m) => rename(c0(m).env.find((e: Json) => e.name === "DESTINATIONS_SECRET_KEY").valueFrom, "secretKeyRef", "secretKeyRf"),
+      /'secretKeyRf' not allowed/,
+    ],
+    [
+      "minReplicas as a string",
+      "HorizontalPodAutoscaler/segment-ingest-deliver",
+      (m) => (m.spec.minReplicas = "2"),
+      /minReplicas': got string/,
+    ],
+    [
+      "a PDB without a selector's labels",
+      "PodDisruptionBudget/segment-ingest-deliver",
+      (m) => (m.spec.selector.matchLabels = ["deliver"]),
+      /matchLabels': got array/,
+    ],
+    [
+      "an except as a string",
+      "NetworkPolicy/segment-ingest-deliver",
+      (m) => (m.spec.egress.find((r: Json) => r.to).to[0].ipBlock.except = "169.254.0.0/16"),
+      /except': got string/,
+    ],
   ];
   // The operators' kinds, against their own CRDs (those installed: see unschematizedKinds).
   const operatorCases: Array<[string, string, (m: Manifest) => unknown, RegExp]> = [
@@ -636,7 +800,7 @@ test("kustomize refuses a patch that hits nothing and a missing resource; kubeco
 
 test("the production overlay: namespace, image, no Secrets, patches merged; the base keeps its placeholders", () => {
   const production = objects(PRODUCTION);
-  const get = (kind: string) => production.find((r) => r.kind === kind && r.metadata.name.startsWith("segment-ingest"))!;
+  const get = (kind: string, name = "segment-ingest") => production.find((r) => r.kind === kind && r.metadata.name === name)!;
   const images = (rs: Manifest[]) => rs.flatMap((r) => podSpecs(r).flatMap((s) => containersOf(s).map((c) => c.image)));
   for (const r of production) if (r.kind !== "Namespace") assert.is(r.metadata.namespace, "segment-ingest", id(r));
   assert.equal([...new Set(images(production))], ["registry.example.com/segment-ingest:0.1.0"]);
@@ -648,8 +812,11 @@ test("the production overlay: namespace, image, no Secrets, patches merged; the 
   assert.is(ingest.metadata.labels["app.kubernetes.io/part-of"], "segment-ingest");
   assert.is(get("HorizontalPodAutoscaler").spec.maxReplicas, 20);
   assert.is(get("HorizontalPodAutoscaler").spec.metrics[0].resource.target.averageUtilization, 70);
-  assert.is(get("ConfigMap").data.KAFKA_BROKERS, "events-kafka-bootstrap.kafka.svc:9092");
-  assert.is(get("ConfigMap").data.SINK_STOP_TIMEOUT_MS, "20000", "base keys kept");
+  assert.is(get("HorizontalPodAutoscaler", "segment-ingest-deliver").spec.maxReplicas, 6, "= the production partitions");
+  assert.is(get("HorizontalPodAutoscaler", "segment-ingest-deliver").spec.minReplicas, 2, "merged, not replaced");
+  assert.is(get("ConfigMap", "segment-ingest-config").data.KAFKA_BROKERS, "events-kafka-bootstrap.kafka.svc:9092");
+  assert.is(get("ConfigMap", "segment-ingest-config").data.SINK_STOP_TIMEOUT_MS, "20000", "base keys kept");
+  assert.is(get("ConfigMap", "segment-ingest-config").data.DELIVER_HTTP_PORT, "3003", "base keys kept");
   // The base keeps the placeholder image and no namespace.
   const base = objects(BASE);
   assert.equal(base.filter((r) => r.metadata.namespace !== undefined).map(id), []);
@@ -660,7 +827,14 @@ test("the production overlay: namespace, image, no Secrets, patches merged; the 
 test("production rules hold in the base and in the production overlay, and refuse broken copies", () => {
   const production = objects(PRODUCTION);
   assert.equal(ruleViolations(objects(BASE)), [], "base");
-  assert.equal(ruleViolations(production, new Set(["segment-ingest-write-keys", "segment-ingest-clickhouse"])), [], "production");
+  const external = new Set(["segment-ingest-write-keys", "segment-ingest-clickhouse", "segment-ingest-destinations"]);
+  assert.equal(ruleViolations(production, external), [], "production");
+  // Without the Secrets production creates, the pods that need them are refused.
+  expectRefused(
+    "production without its Secrets",
+    ruleViolations(production),
+    /Deployment\/segment-ingest-deliver container deliver: env DESTINATIONS_SECRET_KEY: Secret\/segment-ingest-destinations does not exist/,
+  );
   const pod = (rs: Manifest[], name: string) => deploymentOf(rs, name).spec.template.spec;
   const [ingest, sink] = [pod(production, "segment-ingest"), pod(production, "segment-ingest-sink")];
   const data = production.find((r) => r.kind === "ConfigMap")!.data;
@@ -671,10 +845,17 @@ test("production rules hold in the base and in the production overlay, and refus
   show(
     `OK   sink: grace ${sink.terminationGracePeriodSeconds} s; ConfigMap keys are documented settings (${Object.keys(data).length} keys)`,
   );
+  const deliverHpa = production.find((r) => r.kind === "HorizontalPodAutoscaler" && r.metadata.name === "segment-ingest-deliver")!;
+  show(
+    `OK   deliver: HPA ${deliverHpa.spec.minReplicas}-${deliverHpa.spec.maxReplicas} replicas <= ${data.KAFKA_TOPIC_PARTITIONS} partitions, grace ${pod(production, "segment-ingest-deliver").terminationGracePeriodSeconds} s > ${DELIVER_STOP_S} s, egress 80/443 but not 169.254.0.0/16`,
+  );
 
   // Broken copies of the base's render: each must be reported.
   const ing = (rs: Manifest[]) => pod(rs, "segment-ingest");
   const snk = (rs: Manifest[]) => pod(rs, "segment-ingest-sink");
+  const dlv = (rs: Manifest[]) => pod(rs, "segment-ingest-deliver");
+  const named = (rs: Manifest[], kind: string, name: string) => rs.find((r) => r.kind === kind && r.metadata.name === name)!;
+  const deliverEgress = (rs: Manifest[]): Json[] => named(rs, "NetworkPolicy", "segment-ingest-deliver").spec.egress;
   const first = (rs: Manifest[], kind: string) => rs.find((r) => r.kind === kind)!;
   const cm = (rs: Manifest[]) => first(rs, "ConfigMap").data;
   const broken: Array<[string, (rs: Manifest[]) => unknown, RegExp]> = [
@@ -722,6 +903,69 @@ test("production rules hold in the base and in the production overlay, and refus
       /must bound maxUnavailable, not minAvailable/,
     ],
     ["no startup probe", (rs) => delete snk(rs).containers[0].startupProbe, /segment-ingest-sink: startupProbe must GET \/healthz/],
+    ["deliver readiness on /healthz", (rs) => (dlv(rs).containers[0].readinessProbe.httpGet.path = "/healthz"), /deliver: readinessProbe/],
+    [
+      "more delivery pods than partitions",
+      (rs) => (named(rs, "HorizontalPodAutoscaler", "segment-ingest-deliver").spec.maxReplicas = 4),
+      /maxReplicas 4 exceed KAFKA_TOPIC_PARTITIONS/,
+    ],
+    [
+      "a surge of delivery pods",
+      (rs) => (deploymentOf(rs, "segment-ingest-deliver").spec.strategy.rollingUpdate.maxSurge = 1),
+      /segment-ingest-deliver: maxSurge must be 0/,
+    ],
+    [
+      "short deliver grace period",
+      (rs) => (dlv(rs).terminationGracePeriodSeconds = 22),
+      /segment-ingest-deliver: terminationGracePeriodSeconds 22/,
+    ],
+    ["deliver probes on loopback", (rs) => (cm(rs).DELIVER_HTTP_HOST = "127.0.0.1"), /DELIVER_HTTP_HOST 127.0.0.1 is loopback/],
+    ["deliver port not its setting", (rs) => (cm(rs).DELIVER_HTTP_PORT = "3004"), /port http must be DELIVER_HTTP_PORT \(3004\)/],
+    ["a value deliver refuses", (rs) => (cm(rs).DELIVER_TIMEOUT_MS = "600000"), /the deliver refuses it: .*timeoutMs/],
+    [
+      "a short destinations key",
+      (rs) => (named(rs, "Secret", "segment-ingest-destinations").stringData.DESTINATIONS_SECRET_KEY = "short"),
+      /the deliver refuses it: DESTINATIONS_SECRET_KEY must have at least 32/,
+    ],
+    [
+      "the destinations key written in the Deployment",
+      (rs) => (dlv(rs).containers[0].env.find((e: Json) => e.name === "DESTINATIONS_SECRET_KEY")!.valueFrom = undefined),
+      /DESTINATIONS_SECRET_KEY must come from a Secret/,
+    ],
+    [
+      "no destinations Secret",
+      (rs) => (named(rs, "Secret", "segment-ingest-destinations").metadata.name = "renamed"),
+      /env DESTINATIONS_SECRET_KEY: Secret\/segment-ingest-destinations does not exist/,
+    ],
+    [
+      "no delivery PDB",
+      (rs) => rs.splice(rs.indexOf(named(rs, "PodDisruptionBudget", "segment-ingest-deliver")), 1),
+      /no PodDisruptionBudget selects Deployment\/segment-ingest-deliver/,
+    ],
+    [
+      "the metadata range reachable",
+      (rs) => deliverEgress(rs).forEach((rule) => (rule.to ?? []).forEach((peer: Json) => delete peer.ipBlock.except)),
+      /let it reach 169.254.169.254:80/,
+    ],
+    ["egress to any address on any port", (rs) => deliverEgress(rs).push({}), /let it reach 169.254.169.254:443/],
+    [
+      "no way out to destinations",
+      (rs) =>
+        deliverEgress(rs).splice(
+          deliverEgress(rs).findIndex((rule) => rule.to),
+          1,
+        ),
+      /keep it from destinations on port 443/,
+    ],
+    [
+      "no way to ClickHouse",
+      (rs) =>
+        deliverEgress(rs).splice(
+          deliverEgress(rs).findIndex((rule) => rule.ports?.[0]?.port === 8123),
+          1,
+        ),
+      /segment-ingest-deliver: its NetworkPolicies keep it from port 8123/,
+    ],
     ["a 30 s startup window", (rs) => (ing(rs).containers[0].startupProbe.failureThreshold = 6), /segment-ingest: startupProbe must GET/],
     [
       "a placeholder public address",
@@ -787,6 +1031,24 @@ test("deploy/compose.yaml validates against the Compose Specification and starts
     ],
     ["no kafka healthcheck", (c) => delete c.services.kafka.healthcheck, composeRuleViolations, /kafka: needs a healthcheck/],
     ["wrong build context", (c) => (c.services.sink.build.context = "."), composeRuleViolations, /build context/],
+    [
+      "deliver before migrate",
+      (c) => (c.services.deliver.depends_on.migrate.condition = "service_started"),
+      composeRuleViolations,
+      /deliver must wait for migrate/,
+    ],
+    [
+      "deliver running the sink",
+      (c) => (c.services.deliver.command = ["sink"]),
+      composeRuleViolations,
+      /deliver: command must be \[deliver\]/,
+    ],
+    [
+      "deliver on its loopback",
+      (c) => (c.services.deliver.environment = { ...c.services.deliver.environment, DELIVER_HTTP_HOST: "127.0.0.1" }),
+      composeRuleViolations,
+      /deliver must listen on 0.0.0.0/,
+    ],
   ];
   for (const [what, mutate, check, expected] of broken) {
     const copy = structuredClone(compose);

@@ -61,7 +61,8 @@ export function exprMetrics(expr: string): string[] {
 
 /** `promtool <args>`: its exit status and what it printed (stdout then stderr). */
 export function promtool(args: string[]): { status: number | null; output: string } {
-  const run = spawnSync(process.env.PROMTOOL ?? "/usr/bin/promtool", args, { encoding: "utf8", timeout: 60_000 });
+  // The whole test file takes 17 s on an idle machine, and over a minute on a busy one.
+  const run = spawnSync(process.env.PROMTOOL ?? "/usr/bin/promtool", args, { encoding: "utf8", timeout: 300_000 });
   if (run.error) throw run.error;
   return { status: run.status, output: `${run.stdout}${run.stderr}` };
 }

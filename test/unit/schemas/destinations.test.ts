@@ -7,6 +7,7 @@ import { createHmac } from "node:crypto";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import {
+  deliveryReports,
   headerProblem,
   listed,
   openSecret,
@@ -265,6 +266,35 @@ test("headerProblem refuses a value with CR, LF, NUL or another control characte
   for (const value of ["a\rb", "a\nb", "x\r\nX-Injected: 1", "a\u0000b", "\u001f", "\u007f", "\u0008"])
     assert.type(headerProblem("X-Api", value), "string", JSON.stringify(value));
   assert.type(headerProblem("X-Api", "v".repeat(8_193)), "string", "8193 characters");
+});
+
+test("a delivery attempt's reports: one per message, workspaceId first, the event or the name, the user's ids, the attempt", () => {
+  const messages = [
+    { messageId: "m1", type: "track", event: "Signed Up", userId: "u1", receivedAt: "2026-11-29T10:00:00.000Z" },
+    { messageId: "m2", type: "page", name: "Home", anonymousId: "a2", receivedAt: "2026-11-29T10:00:01.000Z" },
+  ];
+  const reports = deliveryReports(
+    { workspaceId: "ws1", destinationId: "d-1" },
+    messages,
+    { outcome: "retry", status: 503, attempt: 2 },
+    Date.UTC(2026, 10, 29, 10, 0, 5),
+  );
+  assert.equal(reports[1], {
+    workspaceId: "ws1",
+    destinationId: "d-1",
+    messageId: "m2",
+    type: "page",
+    event: "Home",
+    userId: "",
+    anonymousId: "a2",
+    receivedAt: "2026-11-29T10:00:01.000Z",
+    outcome: "retry",
+    status: 503,
+    attempt: 2,
+    at: "2026-11-29T10:00:05.000Z",
+  });
+  assert.is(reports[0]!.event, "Signed Up");
+  assert.ok(JSON.stringify(reports[0]).startsWith('{"workspaceId":"ws1",'), "the live tail reads the workspace without parsing");
 });
 
 test.run();

@@ -3,6 +3,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { entryMatches, liveEntry, liveItem, matches, recordWorkspace } from "../../../../ingest/live/items";
 import { acceptedRecord, refusedRecord } from "../../../support/live-records";
+import { deliveryReports } from "../../../../schemas/destinations";
 
 const track = {
   type: "track",
@@ -78,6 +79,26 @@ test("an entry is the item as JSON text with the fields the filters read; entryM
     { workspaceId: "ws1", anonymousId: "u1" },
   ])
     assert.is(entryMatches(entry, filter), matches(record, filter), JSON.stringify(filter));
+});
+
+test("a delivery record: the destination, what the attempt meant, its status and attempt, the message's ids; its workspace read without parsing", () => {
+  const [report] = deliveryReports(
+    { workspaceId: "ws1", destinationId: "d-1" },
+    [{ messageId: "m1", type: "track", event: "<b>Signed Up</b>", userId: "u1", receivedAt: "2026-11-29T10:00:00.000Z" }],
+    { outcome: "delivered", status: 200, attempt: 3 },
+    Date.UTC(2026, 10, 29, 10, 0, 9),
+  );
+  const value = Buffer.from(JSON.stringify(report));
+  assert.is(recordWorkspace("delivery", value), "ws1");
+  const record = { kind: "delivery" as const, workspaceId: "ws1", value, id: "events-deliveries/0/7" };
+  const item = liveItem(record)!;
+  assert.is(item.status, "delivery");
+  assert.equal(item.delivery, { destinationId: "d-1", outcome: "delivered", status: 200, attempt: 3, at: "2026-11-29T10:00:09.000Z" });
+  assert.is(item.event, "<b>Signed Up</b>");
+  assert.is(item.receivedAt, "2026-11-29T10:00:09.000Z", "ordered by the attempt's time");
+  assert.ok(matches(record, { workspaceId: "ws1", userId: "u1" }));
+  assert.not.ok(matches(record, { workspaceId: "ws1", type: "identify" }));
+  assert.is(liveItem({ ...record, value: Buffer.from('{"workspaceId":"ws1","messageId":"m1"}') }), undefined, "not a report");
 });
 
 test.run();
