@@ -10,6 +10,8 @@
  *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
  *   destinations add|list|pause|resume|remove|test|replay-failures|replay ...
  *                            a workspace's webhook destinations (deploy/commands/destinations.ts)
+ *   plans draft|apply|show|diff|check|remove ...
+ *                            a workspace's tracking plan (deploy/commands/plans.ts)
  * Settings come from the environment (docs/OPERATIONS.md, Settings). Exit codes: 0 done, 1 failed, 2 usage.
  */
 // First, before anything loads kafkajs: its stand-ins (schemas/kafka/stand-ins.ts).
@@ -33,45 +35,14 @@ import { runPrivacyRequest } from "./commands/privacy";
 import { replayDeadLetters } from "./commands/replay";
 import { replayGroupId } from "../sink/monitors/dlq-progress";
 import { runSetup } from "./setup/main";
-import { CELL_WIDTH, catalogText, readCatalog, safeJson } from "./commands/catalog";
+import { catalogText, readCatalog, safeJson } from "./commands/catalog";
 import { dematerializeKey, listMaterialized, materializeKey } from "./commands/properties";
 import { destinationsCommand } from "./commands/destinations";
+import { plansCommand } from "./commands/plans";
+import { USAGE } from "./usage";
 import { COLUMN_TYPES, type ColumnType, type PropertySource } from "../schemas/clickhouse/materialize";
 
 const log = pino({ name: "cli" });
-
-const USAGE = `usage: cli <command>
-  ingest        run the ingest service
-  sink          run the sink
-  deliver       run the delivery to webhook destinations
-  migrate       create Kafka topics and apply ClickHouse migrations
-  dlq replay    send the dead letters there are now back to their topic, then end
-  retention     drop the months of events and delete refused items past RETENTION_DAYS
-  keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
-  keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
-  keys revoke <workspaceId>      remove every key of a workspace
-  keys revoke --key <writeKey>   remove one key
-  users delete <workspaceId> <userId> [--suppress] [--by <who>]
-                                 remove the user's rows (and of their linked anonymousIds) everywhere;
-                                 --suppress also drops their later events (answered 2xx, not stored)
-  users suppress <workspaceId> <userId> [--by <who>]     drop later events of the user, keep stored ones
-  users unsuppress <workspaceId> <userId> [--by <who>]   store the user's events again
-  catalog [workspaceId] [--json] the events and property keys that arrived, with types, counts, first/last seen;
-                                 text cells cut at ${CELL_WIDTH} characters (…), --json gives the full values
-  properties materialize <key> [--from properties|traits|context] [--type String|Float64|Int64|UInt8]
-                                 a column prop_<key> (trait_, ctx_) computed at insert, filled for stored rows
-                                 (no --type: the one JSON type the catalog saw for the key, else refused)
-  properties dematerialize <key> [--from ...]   drop that column
-  properties list                the materialized key columns
-  destinations add <workspaceId> webhook <url> [--name N] [--header "K: V"]... [--secret-env VAR | --generate-secret]
-               [--types t,..] [--events e,..] [--categories c,..] [--batch-size N] [--batch-wait-ms N] [--id ID]
-                                 a webhook destination; prints its id (and a generated secret, once)
-  destinations list [workspaceId] [--json]   destinations, without header values or secrets
-  destinations pause|resume|remove <id>
-  destinations test <id>         post one sample message as the delivery would, print the answer
-  destinations replay-failures <id>   send the kept failures of a destination again
-  destinations replay <id> --from <time> --to <time> [--after <position>] [--rate N] [--max-wait-s N]
-                                 send the stored events received in [from, to) again, one per messageId`;
 
 /** Runs one command; resolves with the process exit code (services never resolve). */
 export async function cli(args: string[]): Promise<number> {
@@ -104,6 +75,8 @@ export async function cli(args: string[]): Promise<number> {
       return properties(args.slice(1));
     case "destinations":
       return destinations(args.slice(1));
+    case "plans":
+      return plans(args.slice(1));
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
@@ -293,4 +266,24 @@ async function destinations(args: string[]): Promise<number> {
     }
   }
   return destinationsCommand(args, settings, createKafka(kafka, "cli"), log, io);
+}
+
+/** `plans ...` (deploy/commands/plans.ts) with the settings of the environment. */
+async function plans(args: string[]): Promise<number> {
+  const { kafka, clickhouse } = setupConfig(process.env);
+  const client = createClickHouse(clickhouse, { requestTimeoutMs: 300_000 });
+  const io = { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) };
+  try {
+    return await plansCommand(args, {
+      kafka: createKafka(kafka, "cli"),
+      topic: kafka.plansTopic,
+      clientId: kafka.clientId,
+      sql: async () => ({ sql: clientSql(client), database: clickhouse.database, table: clickhouse.table }),
+      log,
+      io,
+      now: () => new Date(),
+    });
+  } finally {
+    await client.close();
+  }
 }

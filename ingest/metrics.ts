@@ -27,6 +27,8 @@ export interface IngestMetrics {
   messagesRejected: Counter;
   /** Messages and refused items of suppressed users: answered 2xx, not stored (schemas/privacy/list.ts). */
   messagesSuppressed: Counter;
+  /** Messages a tracking plan flagged, blocked or trimmed (omit), by outcome; no workspace label (ingest/records/plan.ts). */
+  planMessages: Counter<"outcome">;
   /** Messages whose user agent was stored unparsed: its request's parse budget was spent (ingest/records/enrich.ts). */
   agentsUnparsed: Counter;
   /** Messages stored past their workspace's daily catalog caps, by cap (ingest/records/catalog.ts CapVerdict). */
@@ -91,6 +93,12 @@ export function ingestMetrics(): IngestMetrics {
     messagesSuppressed: new Counter({
       name: "ingest_messages_suppressed_total",
       help: "Messages and refused items of suppressed users, accepted and not stored",
+      registers: [registry],
+    }),
+    planMessages: new Counter({
+      name: "ingest_plan_messages_total",
+      help: "Messages a tracking plan flagged, blocked or trimmed, by outcome",
+      labelNames: ["outcome"],
       registers: [registry],
     }),
     agentsUnparsed: new Counter({

@@ -27,6 +27,7 @@ import { createProducer } from "../schemas/kafka/producer";
 import { withDeadline } from "../schemas/runtime/deadline";
 import { PrivacyList } from "../schemas/privacy/list";
 import { followSuppressions } from "../schemas/privacy/follower";
+import { followPlans, PlanBook } from "./records/plan";
 import { TokenBuckets } from "./admission/ratelimit";
 import { UnkeyedGate } from "./admission/networks";
 import { hostPolicy } from "./http/settings";
@@ -82,7 +83,7 @@ export function stopBoundMs(config: Pick<IngestConfig, "drainDelayMs" | "request
  * and the collaborators the service owns (the producer, the keys, the suppressions, metrics).
  */
 export type EdgeWiring = AppProbes &
-  Pick<AppCollaborators, "writeKeys" | "privacy" | "produce" | "metrics"> & {
+  Pick<AppCollaborators, "writeKeys" | "privacy" | "plans" | "produce" | "metrics"> & {
     /** The largest Kafka record the topics take (schemas/kafka/limits.ts recordLimit), bytes. */
     maxRecordBytes: number;
   };
@@ -139,11 +140,15 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   // Users deleted or suppressed: read whole before the port opens, then followed.
   const privacy = new PrivacyList();
   const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, config.kafka.clientId, privacy, log);
+  // Tracking plans: the same.
+  const plans = new PlanBook();
+  const planning = await followPlans(kafka, config.kafka.plansTopic, config.kafka.clientId, plans, log);
   let accepting = true;
   const app = createApp(
     edgeDeps(config, log, {
       writeKeys: keys.writeKeys,
       privacy,
+      plans,
       produce: (records) => accumulator.produce(records),
       producerBytesHeld: () => accumulator.bytesHeld,
       isReady: () => accepting && probe.answers(),
@@ -171,7 +176,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const stop = () =>
     stopIngest(config, log, parts, {
       startDraining: () => (accepting = false),
-      disconnect: () => Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop()]),
+      disconnect: () => Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop(), planning.stop()]),
     });
   return { address, stop };
 }

@@ -41,6 +41,11 @@ export interface KafkaConfig {
    */
   deliveriesTopic: Name;
   /**
+   * Compacted topic of tracking plans (env KAFKA_PLANS_TOPIC), one record per workspace
+   * (schemas/plans.ts); `plans apply` writes it, every ingest reads it whole and follows it.
+   */
+  plansTopic: Name;
+  /**
    * Most bytes in one produce of one process (env KAFKA_MAX_MESSAGE_BYTES; Kafka's default
    * message.max.bytes is 1,048,588). Each process also reads its topic's max.message.bytes at
    * start and keeps the smaller.
@@ -94,6 +99,7 @@ export function kafkaConfig(env: Env): KafkaConfig {
     suppressionsTopic: env.KAFKA_SUPPRESSIONS_TOPIC ?? "events-suppressions",
     destinationsTopic: env.KAFKA_DESTINATIONS_TOPIC ?? "events-destinations",
     deliveriesTopic: env.KAFKA_DELIVERIES_TOPIC ?? "events-deliveries",
+    plansTopic: env.KAFKA_PLANS_TOPIC ?? "events-plans",
     maxMessageBytes: int(env.KAFKA_MAX_MESSAGE_BYTES, 1_000_000),
     clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
   };

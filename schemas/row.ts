@@ -59,6 +59,12 @@ export interface EventRow extends Pick<Enrichment, "device_type"> {
   catalog_keys: string[] | undefined;
   /** catalogShape of the same keys: the catalog's group (its list is sent once in a while, schemas/clickhouse/catalog.ts). */
   catalog_shape: number;
+  /**
+   * The workspace's tracking plan's violations of this message (schemas/plans.ts Violation), each
+   * as JSON text `{"path":..,"keyword":..,"message":..}`; absent ([]) when it had none or no plan
+   * applies. JSON text, not tuples, so both engines read it with their JSON functions.
+   */
+  violations?: string[];
 }
 
 /** One row of the ClickHouse `rejected_messages` table (see RejectedEnvelope). */
@@ -95,6 +101,7 @@ export const EVENT_ROW_COLUMNS = [
   ...ENRICHMENT_COLUMNS,
   "catalog_keys",
   "catalog_shape",
+  "violations",
 ] as const satisfies readonly (keyof EventRow)[];
 
 /** Every column the sink writes to `rejected_messages`. */

@@ -1,11 +1,15 @@
 /**
  * `cli destinations test <id>` and `cli destinations replay-failures <id>`: one sample message
- * posted to a destination as the delivery process posts (its headers, its signature), and the
- * failures kept in `delivery_failures` sent again, each once, in messageId order, at most
- * REPLAY_RATE requests a second. A failure a replay delivers is marked resolved (a newer row:
- * one row under FINAL); one that fails again stays, with its new status and attempts, for the
- * next replay. Resolves with the exit code: 0 done (every failure delivered), 1 some still fail
- * or the destination is unknown, 2 its secret cannot be opened.
+ * posted to a destination as the delivery process posts (its headers, its signature), its answer
+ * printed JSON-escaped (a receiver's bytes never act on the operator's terminal); and the
+ * failures kept in `delivery_failures` for the destination and its workspace sent again, each
+ * once, in messageId order, at most REPLAY_RATE requests a second. The suppressions topic is
+ * followed while failures are replayed: a deleted or suppressed user's failure is not sent and its
+ * row is left as it is (sink/deliver/request.ts `suppressed`, as `replay` does). A failure a replay
+ * delivers is marked resolved (a newer row: one row under FINAL); one that fails again stays, with
+ * its new status and attempts, for the next replay. Resolves with the exit code: 0 done (every
+ * failure delivered or skipped), 1 some still fail or the destination is unknown, 2 its secret
+ * cannot be opened.
  */
 import { randomUUID } from "node:crypto";
 import type { ClickHouseClient } from "@clickhouse/client";
@@ -14,11 +18,13 @@ import type { Logger } from "pino";
 import { DELIVERY_FAILURES_TABLE, pendingFailuresQuery, type DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
 import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { openSecret, type WebhookDestination } from "../../schemas/destinations";
+import { followSuppressions } from "../../schemas/privacy/follower";
+import { PrivacyList } from "../../schemas/privacy/list";
 import { sleep } from "../../schemas/runtime/retry";
 import { verdictOf } from "../../sink/deliver/answer";
 import type { DeliveryMessage } from "../../sink/deliver/message";
 import { closeConnections, postJson, type PostSettings } from "../../sink/deliver/post";
-import { requestOf } from "../../sink/deliver/request";
+import { requestOf, suppressed } from "../../sink/deliver/request";
 import { readDestinations, type DestinationsSettings, type Output } from "./destinations";
 
 /** Requests a second a replay sends at most. */
@@ -49,7 +55,6 @@ function secretOf(d: WebhookDestination, settings: DestinationsSettings): { ok: 
   return secret === undefined ? { ok: false } : { ok: true, secret };
 }
 
-/** One POST of `messages` as the delivery sends it; the verdict's outcome, status and answer. */
 /**
  * The destination `destinationId` with its secret opened, or the exit code after saying why not:
  * 1 it is not on the topic, 2 its secret does not open with DESTINATIONS_SECRET_KEY.
@@ -101,15 +106,33 @@ export async function deliveriesCommand(
   try {
     if (action === "test") {
       const { verdict, status, answer } = await send(d, [sampleMessage(d.workspaceId, new Date())], secret, settings.post);
-      io.out(
-        `${verdict.outcome}\t${status === 0 ? ("reason" in verdict ? verdict.reason : "") : `HTTP ${status}`}\t${answer.slice(0, 200)}\n`,
-      );
+      io.out(testLine(verdict, status, answer));
       return verdict.outcome === "delivered" ? 0 : 1;
     }
-    return await replayFailures(d, secret, settings, client, io);
+    const privacy = new PrivacyList();
+    const following = await followSuppressions(kafka, settings.kafka.suppressionsTopic, `${settings.kafka.clientId}-replay`, privacy, log);
+    try {
+      return await replayFailures(d, secret, settings, client, io, privacy);
+    } finally {
+      await following.stop();
+    }
   } finally {
     closeConnections();
   }
+}
+
+/** `text` as a JSON string with DEL and the C1 controls escaped too (JSON.stringify leaves them): safe on a terminal. */
+function terminalSafe(text: string): string {
+  return JSON.stringify(text).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * What `test` prints: the outcome, the status or why there was none, and the start of the answer
+ * as a JSON string (its control characters escaped: the receiver chose those bytes).
+ */
+export function testLine(verdict: { outcome: string; reason?: string }, status: number, answer: string): string {
+  const why = status === 0 ? (verdict.reason ?? "") : `HTTP ${status}`;
+  return `${verdict.outcome}\t${terminalSafe(why)}\t${terminalSafe(answer.slice(0, 200))}\n`;
 }
 
 /** Writes failure rows (or a newer state of them) to delivery_failures. */
@@ -122,24 +145,32 @@ export async function insertFailures(client: ClickHouseClient, database: string,
   });
 }
 
-async function replayFailures(
+/**
+ * Sends each pending failure of `d` (its workspace's) again, as the module comment says; a deleted
+ * or suppressed user's (by `privacy`, read before each send) is skipped and its row left. Resolves
+ * with the exit code.
+ */
+export async function replayFailures(
   d: WebhookDestination,
   secret: string | undefined,
   settings: { post: PostSettings; database: string },
   client: ClickHouseClient,
   io: Output,
+  privacy: PrivacyList,
 ): Promise<number> {
   let after = "";
-  let delivered = 0;
-  let failing = 0;
+  const n = { delivered: 0, failing: 0, skipped: 0 };
   for (;;) {
-    const page = await (
-      await client.query({ query: pendingFailuresQuery(settings.database, d.destinationId, PAGE, after), format: "JSONEachRow" })
-    ).json<DeliveryFailureRow>();
+    const query = pendingFailuresQuery(settings.database, d.destinationId, d.workspaceId, PAGE, after);
+    const page = await (await client.query({ query, format: "JSONEachRow" })).json<DeliveryFailureRow>();
     if (page.length === 0) break;
     for (const row of page) {
       const started = Date.now();
       const message = JSON.parse(row.message) as DeliveryMessage;
+      if (suppressed(privacy, d.workspaceId, message)) {
+        n.skipped++;
+        continue;
+      }
       const { verdict, status, answer } = await send({ ...d, batchSize: 1 }, [message], secret, settings.post);
       const now = Date.now();
       const ok = verdict.outcome === "delivered";
@@ -154,14 +185,14 @@ async function replayFailures(
         version: Math.max(now, Number(row.version) + 1),
       };
       await insertFailures(client, settings.database, [next]);
-      if (ok) delivered++;
-      else failing++;
-      io.err(`\rreplay-failures ${d.destinationId}: ${delivered} delivered, ${failing} still failing`);
+      if (ok) n.delivered++;
+      else n.failing++;
+      io.err(`\rreplay-failures ${d.destinationId}: ${n.delivered} delivered, ${n.failing} still failing, ${n.skipped} skipped`);
       await sleep(Math.max(0, 1000 / REPLAY_RATE - (Date.now() - started)));
     }
     after = page.at(-1)!.message_id;
   }
   io.err("\n");
-  io.out(`${delivered} delivered\t${failing} still failing\n`);
-  return failing === 0 ? 0 : 1;
+  io.out(`${n.delivered} delivered\t${n.failing} still failing\t${n.skipped} skipped (deleted or suppressed user)\n`);
+  return n.failing === 0 ? 0 : 1;
 }

@@ -7,6 +7,9 @@
  * A secret is read from an environment variable (never from the command line, which other users
  * of the machine can read) or generated and printed once; it is sealed before it is written, and
  * `list` shows header names, never their values, and whether there is a secret, never the secret.
+ * `add --id` of an id another workspace's destination has is refused (exit 2): a destination's
+ * group and kept failures belong to its id, so reusing it would carry one workspace's position and
+ * failures over to another's receiver; the same workspace's id replaces that destination.
  * Resolves with the exit code: 0 done, 1 an unknown destination, 2 a usage or setting error.
  * Throws what Kafka throws (an infrastructure failure).
  */
@@ -185,6 +188,24 @@ export function listLine(d: WebhookDestination): string {
   ].join("\t");
 }
 
+/**
+ * Why `add` must not write `d`, when its id was chosen (`--id`) and belongs to another workspace's
+ * destination now; undefined when it is free or the same workspace's. A generated id is not
+ * looked up (32 random bits).
+ */
+async function idTaken(
+  d: WebhookDestination,
+  args: string[],
+  settings: DestinationsSettings,
+  kafka: Kafka,
+  log: Logger,
+): Promise<string | undefined> {
+  if (!args.some((a) => a === "--id" || a.startsWith("--id="))) return undefined;
+  const current = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(d.destinationId);
+  if (current === undefined || current.workspaceId === d.workspaceId) return undefined;
+  return `--id ${d.destinationId}: that id is a destination of another workspace; choose another id (or remove that destination first)`;
+}
+
 /** Runs `destinations <action> ...` (see the module comment). */
 export async function destinationsCommand(
   args: string[],
@@ -207,6 +228,8 @@ export async function destinationsCommand(
       return usage((error as Error).message); // parseArgs: an unknown option or a missing value
     }
     if (!made.ok) return usage(made.error);
+    const refusal = await idTaken(made.destination, rest, settings, kafka, log);
+    if (refusal !== undefined) return usage(refusal);
     await publish(kafka, topic, made.destination.destinationId, made.destination);
     io.out(`${made.destination.destinationId}\n`);
     if (made.generatedSecret !== undefined) {

@@ -1,11 +1,13 @@
 /**
  * `cli destinations replay <id> --from <time> --to <time> [--after <position>] [--rate N] [--max-wait-s N]`:
  * sends a destination its workspace's stored events received in [from, to) again, one copy per
- * messageId as `FINAL` sees it (schemas/clickhouse/replay.ts), in (receivedAt, messageId) order,
+ * messageId and type as `FINAL` sees it (schemas/clickhouse/replay.ts), in (receivedAt, messageId,
+ * type) order,
  * chosen and batched as the delivery process chooses (its types, events, consent, integrations;
  * a deleted or suppressed user's events never sent: sink/deliver/request.ts), at most `--rate`
  * requests a second (default REPLAY_RATE). A progress bar on standard error names the position
- * reached; `--after <position>` resumes there. A request answered 408/429/5xx or not at all is
+ * reached (its messageId and type percent-encoded: a client chose them, and they must not act on
+ * the operator's terminal); `--after <position>` resumes there. A request answered 408/429/5xx or not at all is
  * tried again with the delivery's backoff for up to `--max-wait-s` (default 300 s), after which
  * the replay stops and says where to resume; a 4xx (or a redirect) is kept in delivery_failures
  * as the delivery keeps it. Resolves with the exit code: 0 every message delivered or skipped by
@@ -79,7 +81,7 @@ export function replayOptionsOf(args: string[]): { ok: true; options: ReplayOpti
   if (fromMs >= toMs) return { ok: false, error: "--from must be before --to" };
   const after = values.after === undefined ? undefined : parsePosition(values.after);
   if (values.after !== undefined && after === undefined)
-    return { ok: false, error: "--after: a position as the progress line prints it (<ms>/<messageId>)" };
+    return { ok: false, error: "--after: a position as the progress line prints it (<ms>/<messageId>/<type>)" };
   const rate = Number(values.rate ?? REPLAY_RATE);
   if (!Number.isFinite(rate) || rate <= 0 || rate > 1000)
     return { ok: false, error: "--rate: requests a second, above 0 and at most 1000" };

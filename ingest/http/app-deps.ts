@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import type { EventRecord } from "../../schemas/envelope";
 import type { PrivacyList } from "../../schemas/privacy/list";
+import type { PlanBook } from "../records/plan";
 import type { WriteKeys } from "../admission/auth";
 import type { ContextPolicy } from "../records/build";
 import type { Limits } from "../admission/limits";
@@ -65,6 +66,8 @@ export interface AppCollaborators {
   bytesLimit: TokenBuckets;
   /** Users deleted or suppressed (schemas/privacy/follower.ts follows the topic); absent: none. */
   privacy?: PrivacyList;
+  /** Every workspace's tracking plan (ingest/records/plan.ts follows the topic); absent: none. */
+  plans?: PlanBook;
   metrics: IngestMetrics;
   /** Each request logs through a child with its request id; never a writeKey or a body at info. */
   log: Logger;

@@ -13,7 +13,7 @@ import { PLAIN_CONTEXT, type Receipt } from "../records/build";
 import { assertAuthenticated, overloaded, rateLimited, tooCostly, unauthorized, unkeyedLimited, type HttpError } from "./errors";
 import { readJson } from "./json-body";
 import type { Limits } from "../admission/limits";
-import { refusalOf, refusedWhole, toRecords, withoutNonFinite, withoutSuppressed, type Route } from "./routes";
+import { refusalOf, refusedWhole, toRecords, withoutNonFinite, withoutSuppressed, withPlan, type Route } from "./routes";
 import { admitPost, surelyUnknown, type networkRefusal } from "./unkeyed";
 
 /**
@@ -112,7 +112,7 @@ function chargeLease(lease: Lease, bytes: number, retryAfterSeconds: number): Ht
 
 /**
  * An admitted body's end: sort it into messages and refused items (a body refused whole is kept
- * too: its items, or itself), drop suppressed users' items, build the records, produce them all
+ * too: its items, or itself), apply the workspace's tracking plan, drop suppressed users' items, build the records, produce them all
  * (acks=all, so no refused item is lost silently) and answer: 200 with the route's success body
  * (REJECTED_HEADER counting refused items), or the refusal when nothing was accepted. Throws
  * that refusal, or the producer's error.
@@ -126,7 +126,8 @@ async function storeAndAnswer(
 ): Promise<void> {
   const sorted = route.sort(body);
   const whole = sorted.ok ? sorted.value : refusedWhole(body, sorted.issues);
-  const value = ctx.state.nonFinite === true ? withoutNonFinite(whole) : whole;
+  const valid = ctx.state.nonFinite === true ? withoutNonFinite(whole) : whole;
+  const value = withPlan(valid, deps.plans?.get(receipt.workspaceId), deps.metrics);
   const kept = deps.privacy ? withoutSuppressed(value, receipt.workspaceId, deps.privacy, deps.metrics) : value;
   const policy = deps.contextPolicy ?? PLAIN_CONTEXT;
   const { records, refusals, listedShapes, oversized } = toRecords(kept, receipt, deps.limits, policy);

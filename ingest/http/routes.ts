@@ -5,6 +5,8 @@
  * many messages, shared fields too large, a message over a size limit) throws its named HttpError
  * from errors.ts.
  */
+import type { CompiledPlan } from "../../schemas/plans";
+import { applyPlan } from "../records/plan";
 import type { EventRecord } from "../../schemas/envelope";
 import { MESSAGE_TYPES, type Message, type MessageType } from "../../schemas/messages";
 import { nonFinitePath } from "../../schemas/wellformed";
@@ -24,6 +26,8 @@ export interface Sorted {
   messages: Message[];
   rejected: RejectedItem[];
   defaults: BatchDefaults;
+  /** Per message, the tracking plan's violations as row text (ingest/records/plan.ts); absent: none. */
+  violations?: (string[] | undefined)[];
 }
 
 /**
@@ -157,6 +161,18 @@ export function refusedWhole(body: unknown, issues: readonly ValidationIssue[]):
 }
 
 /**
+ * The workspace's tracking plan applied (ingest/records/plan.ts): blocked messages refused as
+ * items, omitted ones trimmed, violations kept for the rows; each outcome counted. Without a
+ * plan, `sorted` as it is.
+ */
+export function withPlan(sorted: Sorted, plan: CompiledPlan | undefined, metrics: IngestMetrics): Sorted {
+  if (plan === undefined) return sorted;
+  const planned = applyPlan(sorted, plan);
+  for (const [outcome, n] of Object.entries(planned.counts)) metrics.planMessages.inc({ outcome }, n);
+  return planned.violations.length === 0 ? planned.sorted : { ...planned.sorted, violations: planned.violations };
+}
+
+/**
  * The messages and refused items of suppressed users taken out: the request is still answered
  * 2xx (an SDK would otherwise retry them for ever) and they are not stored (schemas/privacy/list.ts).
  */
@@ -164,12 +180,14 @@ export function withoutSuppressed(sorted: Sorted, workspaceId: string, list: Pri
   if (list.size === 0) return sorted;
   // Infinity: a new message is dropped only for a suppression (a deletion covers what came before it).
   const drops = (item: unknown) => list.drops(workspaceId, ...itemIds(item), Number.POSITIVE_INFINITY);
-  const messages = sorted.messages.filter((m) => !drops(m));
+  const kept = sorted.messages.map((m) => !drops(m));
+  const messages = sorted.messages.filter((_, i) => kept[i]);
   const rejected = sorted.rejected.filter((r) => !drops(r.item));
   const dropped = sorted.messages.length - messages.length + sorted.rejected.length - rejected.length;
   if (dropped === 0) return sorted;
   metrics.messagesSuppressed.inc(dropped);
-  return { ...sorted, messages, rejected };
+  const violations = sorted.violations?.filter((_, i) => kept[i]);
+  return { ...sorted, messages, rejected, ...(violations === undefined ? {} : { violations }) };
 }
 
 /**
@@ -184,7 +202,15 @@ export function toRecords(
   limits: Limits,
   policy: ContextPolicy,
 ): { records: EventRecord[]; refusals: EventRecord[]; listedShapes: Set<string>; oversized: HttpError[] } {
-  const built = buildRecords(sorted.messages, sorted.defaults, receipt, limits.maxMessageBytes, policy, limits.maxRecordBytes);
+  const built = buildRecords(
+    sorted.messages,
+    sorted.defaults,
+    receipt,
+    limits.maxMessageBytes,
+    policy,
+    limits.maxRecordBytes,
+    sorted.violations,
+  );
   const refused = sorted.rejected.map((r) => ({ item: r.item, reasons: r.issues.map((i) => `${i.path}: ${i.expected}`) }));
   for (const o of built.oversized) {
     const message = sorted.messages[o.index]!;

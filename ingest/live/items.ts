@@ -145,6 +145,8 @@ function acceptedItem(id: string, text: string): LiveItem | undefined {
   for (const column of ["properties", "traits", "context", "extra"]) {
     if (typeof row[column] === "string") message[column] = parseJson(row[column]) ?? row[column];
   }
+  // A tracking plan's violations (ingest/records/plan.ts): each stored as JSON text.
+  if (Array.isArray(row.violations)) message.violations = row.violations.map((v) => (typeof v === "string" ? (parseJson(v) ?? v) : v));
   const context = message.context as { library?: LiveItem["library"] } | undefined;
   const event = String(row.event ?? "") || String(row.name ?? "");
   return {

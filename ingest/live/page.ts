@@ -166,9 +166,8 @@ export const PAGE_SCRIPT = `"use strict";
     tr.appendChild(el("td", item.type || "?"));
     var what = el("td");
     what.appendChild(el("span", summary(item)));
-    if (item.status === "refused" && item.reasons && item.reasons.length) {
-      what.appendChild(el("span", (item.event ? "  " : "") + item.reasons[0] + (item.reasons.length > 1 ? " (+" + (item.reasons.length - 1) + ")" : ""), "reason"));
-    }
+    var notes = item.status === "refused" ? item.reasons || [] : ((item.message && item.message.violations) || []).map(function (v) { return "plan: " + (v && v.path) + " " + (v && v.message); });
+    if (notes.length) what.appendChild(el("span", (item.event ? "  " : "") + notes[0] + (notes.length > 1 ? " (+" + (notes.length - 1) + ")" : ""), "reason"));
     tr.appendChild(what);
     var user = el("td", null, "mono");
     if (item.userId) user.textContent = item.userId;

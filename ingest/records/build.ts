@@ -84,7 +84,8 @@ export interface BuildResult {
  * characters (up to 6x), is also at most `maxRecordBytes` as schemas/kafka/limits.ts recordBytes
  * counts it (key + value + overhead): a record over the producer's limit would be refused by the
  * broker on every retry. A message over either limit gets no record and is listed in `oversized`
- * (its caller refuses it as an item, the others go on).
+ * (its caller refuses it as an item, the others go on). `violations[i]`, when given, are the
+ * tracking plan's violations of message i (ingest/records/plan.ts), stored in its row.
  */
 export function buildRecords(
   messages: readonly Message[],
@@ -93,6 +94,7 @@ export function buildRecords(
   maxMessageBytes: number,
   policy: ContextPolicy = PLAIN_CONTEXT,
   maxRecordBytes = Number.POSITIVE_INFINITY,
+  violations: readonly (string[] | undefined)[] = [],
 ): BuildResult {
   const records: EventRecord[] = [];
   const listedShapes = new Set<string>();
@@ -106,6 +108,8 @@ export function buildRecords(
     const message = messages[index]!;
     const listedBefore = listedShapes.size;
     const row = messageRow(message, stamp(message, defaults, receipt, requestPolicy, listedShapes));
+    const flagged = violations[index];
+    if (flagged !== undefined) row.violations = flagged;
     const record: EventRecord = { key: message.messageId, value: JSON.stringify(row) };
     let over: Oversized | undefined;
     if (record.value.length > measureOver) {

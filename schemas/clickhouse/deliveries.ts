@@ -126,11 +126,15 @@ ORDER BY (destination_id, message_id)`;
     : [storage, distributedDdl(database, DELIVERY_FAILURES_TABLE, cluster, "cityHash64(destination_id, message_id)")];
 }
 
-/** The failures of `destinationId` not yet delivered again, oldest first, at most `limit`, after message `afterId` (paging). */
-export function pendingFailuresQuery(database: string, destinationId: string, limit: number, afterId = ""): string {
+/**
+ * The failures of `destinationId` in `workspaceId` not yet delivered again, oldest first, at most
+ * `limit`, after message `afterId` (paging). The workspace is checked too: a destination id reused
+ * for another workspace's destination never sends the first workspace's kept messages onward.
+ */
+export function pendingFailuresQuery(database: string, destinationId: string, workspaceId: string, limit: number, afterId = ""): string {
   return `SELECT ${DELIVERY_FAILURE_COLUMNS.join(", ")}
 FROM ${quoteIdent(database)}.${quoteIdent(DELIVERY_FAILURES_TABLE)} FINAL
-WHERE destination_id = ${quoteString(destinationId)} AND resolved = 0 AND message_id > ${quoteString(afterId)}
+WHERE destination_id = ${quoteString(destinationId)} AND workspace_id = ${quoteString(workspaceId)} AND resolved = 0 AND message_id > ${quoteString(afterId)}
 ORDER BY message_id
 LIMIT ${Math.max(1, Math.floor(limit))}`;
 }

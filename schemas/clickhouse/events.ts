@@ -18,6 +18,7 @@ const ADDED_COLUMNS = (d: Dialect): [name: string, type: string, after: string][
   ...ENRICHMENT_COLUMNS(d),
   ["catalog_keys", "Array(String)", "country"],
   ["catalog_shape", "UInt64", "catalog_keys"],
+  ["violations", "Array(String)", "catalog_shape"],
 ];
 
 /** The enrichment columns (ingest/records/enrich.ts), in order, each after the previous one. */
@@ -59,7 +60,8 @@ ${ENRICHMENT_COLUMNS(d)
   .map(([name, type]) => `  ${name} ${type},`)
   .join("\n")}
   catalog_keys Array(String),
-  catalog_shape UInt64`;
+  catalog_shape UInt64,
+  violations Array(String)`;
 }
 
 /**

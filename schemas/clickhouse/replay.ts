@@ -1,7 +1,9 @@
 /**
  * Reading a workspace's stored events back for a replay to a destination (`cli destinations
- * replay`): pages of the events table as `FINAL` sees it (one row per messageId, the latest
- * retry), in (received_at, message_id) order, from a position onward. The range is on
+ * replay`): pages of the events table as `FINAL` sees it (one row per messageId and type, the
+ * latest retry), in (received_at, message_id, type) order, from a position onward. The order is
+ * total: a messageId a client sent again under another type is two rows under FINAL (type is in
+ * the table's key), and both are read, one after the other, even across a page boundary. The range is on
  * `received_at`, the pipeline's own clock (a client's `timestamp` can be anything). Times come
  * back as ms since the epoch on both engines (DateTime64(3) current, whole seconds on 18.16) and
  * become the ISO 8601 text the ingest wrote, so a replayed message reads as a delivered one.
@@ -13,7 +15,7 @@ import { type Dialect, quoteIdent, quoteString } from "./sql";
 const TIME_COLUMNS = ["timestamp", "original_timestamp", "sent_at", "received_at"] as const;
 /** The other columns a message is built from (the catalog's are not needed). */
 const TEXT_COLUMNS = EVENT_ROW_COLUMNS.filter(
-  (c) => !(TIME_COLUMNS as readonly string[]).includes(c) && c !== "catalog_keys" && c !== "catalog_shape",
+  (c) => !(TIME_COLUMNS as readonly string[]).includes(c) && c !== "catalog_keys" && c !== "catalog_shape" && c !== "violations",
 );
 
 /** What is replayed: one workspace's events received in [fromMs, toMs). */
@@ -23,10 +25,12 @@ export interface ReplayRange {
   toMs: number;
 }
 
-/** Where a replay is: every row up to this one (in received_at, message_id order) is done. */
+/** Where a replay is: every row up to this one (in received_at, message_id, type order) is done. */
 export interface ReplayPosition {
   receivedMs: number;
   messageId: string;
+  /** The row's type ('' in a position written before types were part of it: every type of that messageId follows it). */
+  type: string;
 }
 
 /** A row of a page as ClickHouse answers it: times as `<column>_ms` (numbers, or text for 64-bit integers). */
@@ -51,8 +55,18 @@ function rangeWhere(d: Dialect, range: ReplayRange): string {
 }
 
 /**
+ * What follows `after` in (received_at, message_id, type) order, spelled out with OR and AND (18.16
+ * compares no tuples).
+ */
+function resumeWhere(d: Dialect, after: ReplayPosition): string {
+  const at = timeAt(d, after.receivedMs);
+  const [id, type] = [quoteString(after.messageId), quoteString(after.type)];
+  return `(received_at > ${at} OR (received_at = ${at} AND (message_id > ${id} OR (message_id = ${id} AND type > ${type}))))`;
+}
+
+/**
  * The next page of `range` after `after` (from its start when undefined), at most `limit` rows, in
- * (received_at, message_id) order, under FINAL. Works on both dialects and on a cluster's
+ * (received_at, message_id, type) order, under FINAL. Works on both dialects and on a cluster's
  * Distributed table (rows of one messageId share a shard).
  */
 export function replayPageQuery(
@@ -64,18 +78,15 @@ export function replayPageQuery(
   limit: number,
 ): string {
   const times = TIME_COLUMNS.map((c) => `${msOf(d, c)} AS ${c}_ms`);
-  const resume =
-    after === undefined
-      ? ""
-      : `\n  AND (received_at > ${timeAt(d, after.receivedMs)} OR (received_at = ${timeAt(d, after.receivedMs)} AND message_id > ${quoteString(after.messageId)}))`;
+  const resume = after === undefined ? "" : `\n  AND ${resumeWhere(d, after)}`;
   return `SELECT ${[...TEXT_COLUMNS, ...times].join(", ")}
 FROM ${quoteIdent(database)}.${quoteIdent(table)} FINAL
 WHERE ${rangeWhere(d, range)}${resume}
-ORDER BY received_at, message_id
+ORDER BY received_at, message_id, type
 LIMIT ${Math.max(1, Math.floor(limit))}`;
 }
 
-/** How many distinct messages `range` holds (the replay's progress total). */
+/** How many rows under FINAL `range` holds (one per messageId and type: the replay's progress total). */
 export function replayCountQuery(d: Dialect, database: string, table: string, range: ReplayRange): string {
   return `SELECT count() AS n FROM (SELECT message_id FROM ${quoteIdent(database)}.${quoteIdent(table)} FINAL
 WHERE ${rangeWhere(d, range)})`;
@@ -90,18 +101,27 @@ export function replayRow(raw: ReplayRawRow): { row: EventRow; position: ReplayP
     if (ms !== null && ms !== undefined) row[c] = new Date(Number(ms)).toISOString();
   }
   const receivedMs = Number(raw.received_at_ms);
-  return { row: row as unknown as EventRow, position: { receivedMs, messageId: String(raw.message_id) } };
+  return { row: row as unknown as EventRow, position: { receivedMs, messageId: String(raw.message_id), type: String(raw.type ?? "") } };
 }
 
-/** A position as an operator passes it back (`--after`): `<receivedMs>/<messageId>`. */
+/**
+ * A position as an operator passes it back (`--after`): `<receivedMs>/<messageId>/<type>`, the
+ * messageId and type percent-encoded (encodeURIComponent): a client chose them, and the text is
+ * printed on an operator's terminal, so it holds no control character, space or slash.
+ */
 export function positionText(p: ReplayPosition): string {
-  return `${p.receivedMs}/${p.messageId}`;
+  return `${p.receivedMs}/${encodeURIComponent(p.messageId)}/${encodeURIComponent(p.type)}`;
 }
 
-/** `--after`'s text -> a position; undefined when it is not one. */
+/** `--after`'s text -> a position; undefined when it is not one. `<receivedMs>/<messageId>` (before types) is read with type ''. */
 export function parsePosition(text: string): ReplayPosition | undefined {
-  const slash = text.indexOf("/");
-  const receivedMs = Number(text.slice(0, slash));
-  if (slash <= 0 || !Number.isSafeInteger(receivedMs) || receivedMs < 0 || slash === text.length - 1) return undefined;
-  return { receivedMs, messageId: text.slice(slash + 1) };
+  const [ms, id, type = "", ...rest] = text.split("/");
+  const receivedMs = Number(ms);
+  if (rest.length > 0 || !/^\d+$/.test(ms ?? "") || !Number.isSafeInteger(receivedMs) || !id) return undefined;
+  try {
+    const messageId = decodeURIComponent(id);
+    return { receivedMs, messageId, type: decodeURIComponent(type) };
+  } catch {
+    return undefined; // a malformed escape
+  }
 }

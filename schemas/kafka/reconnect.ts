@@ -1,5 +1,5 @@
 /**
- * The one reconnect of the project's consumers (the sink's loops, the suppressions followers):
+ * The one reconnect of the project's consumers (the sink's loops, the followers of compacted topics, the delivery's destination loops):
  * kafkajs gives up on errors it deems final, such as no group coordinator found within its retries
  * (Kafka down for longer than they last), crashing the consumer with `restart: false`. Kafka
  * coming back is an infrastructure matter, so the consumer is connected and run again, with

@@ -15,12 +15,25 @@ import {
 import { SECRET_KEY_MIN_CHARS } from "../../schemas/destinations";
 import { DEFAULT_HORIZON_MS } from "./answer";
 
+/**
+ * Each destination consumer's session timeout, ms (kafkajs's default, set explicitly): a member
+ * that does not heartbeat for this long is evicted and its partitions go to another member.
+ */
+export const SESSION_TIMEOUT_MS = 30_000;
+
+/**
+ * The longest DELIVER_TIMEOUT_MS, ms: an attempt is one stretch without a heartbeat, so it ends
+ * well within SESSION_TIMEOUT_MS (10 s to spare for a heartbeat, a commit and a slow broker), and
+ * a member is never evicted, its request read again and sent by another, while it is still sending.
+ */
+export const MAX_TIMEOUT_MS = 20_000;
+
 /** The delivery process's settings. */
 export interface DeliverConfig {
   /** Prefix of each destination's consumer group (DELIVER_GROUP_PREFIX): `<prefix>-<destinationId>`. */
   groupPrefix: Name;
-  /** One attempt's whole exchange, ms (DELIVER_TIMEOUT_MS). */
-  timeoutMs: Positive & tags.Maximum<120000>;
+  /** One attempt's whole exchange, ms (DELIVER_TIMEOUT_MS; at most MAX_TIMEOUT_MS, below SESSION_TIMEOUT_MS). */
+  timeoutMs: Positive & tags.Maximum<20000>;
   /** Bytes of an answer read (DELIVER_MAX_ANSWER_BYTES). */
   maxAnswerBytes: Positive;
   /** How long after its receipt a message is still tried, ms (DELIVER_HORIZON_MS; Segment: 4 h). */

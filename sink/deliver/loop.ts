@@ -12,6 +12,14 @@
  * destination's consumer is stopped (its backlog waits in Kafka); a removed one's group is deleted.
  * Before each attempt the request's messages are checked against the suppressions list again, so
  * a user deleted while their events wait for a retry is never delivered.
+ *
+ * After a Kafka outage kafkajs may crash the consumer and not restart it (`restart: false`): the
+ * loop connects, subscribes and runs it again with backoff (schemas/kafka/reconnect.ts), as the
+ * sink and the followers do. `deliver_destination_running` is 1 only while the consumer is in its
+ * group: from each join to a crash or the stop. A failed heartbeat while a request waits for its
+ * retry gives the request up uncommitted (sink/deliver/wait.ts): the partition may be another
+ * member's by then. An attempt lasts at most DELIVER_TIMEOUT_MS, bounded below the session
+ * timeout (sink/deliver/config.ts), so a member is never evicted while it sends.
  */
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { Logger } from "pino";
@@ -19,13 +27,17 @@ import { deliveryReports, openSecret, type DeliveryReport, type WebhookDestinati
 import type { DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
 import { failureRows } from "../../schemas/clickhouse/deliveries";
 import { withAdmin } from "../../schemas/kafka/client";
+import { RECONNECT_BACKOFF } from "../../schemas/kafka/follow";
+import { reconnectOnCrash } from "../../schemas/kafka/reconnect";
 import type { PrivacyList } from "../../schemas/privacy/list";
-import { sleep } from "../../schemas/runtime/retry";
+import type { Backoff } from "../../schemas/runtime/retry";
 import { pastHorizon, retryDelayMs, verdictOf, type Verdict } from "./answer";
+import { SESSION_TIMEOUT_MS } from "./config";
 import type { DeliveryMessage } from "./message";
 import { answerClass, type DeliverMetrics } from "./metrics";
 import { postJson, type PostSettings } from "./post";
 import { planRequests, requestOf, suppressed, type PlannedRequest } from "./request";
+import { beat, HEARTBEAT_MS, Interrupted, retryWait } from "./wait";
 
 /** What every destination's loop shares. */
 export interface LoopDeps {
@@ -39,22 +51,21 @@ export interface LoopDeps {
   horizonMs: number;
   /** DESTINATIONS_SECRET_KEY; absent: destinations with a secret are not sent to (logged). */
   secretKey?: string;
-  /** Keeps failures in ClickHouse; resolves once they are stored (it retries until then, or throws when stopped). */
-  keep: (rows: DeliveryFailureRow[]) => Promise<void>;
+  /**
+   * Keeps failures in ClickHouse; resolves once they are stored (it retries until then), throws
+   * when `signal` (the loop's stop) or the process's stop aborts the retries.
+   */
+  keep: (rows: DeliveryFailureRow[], signal: AbortSignal) => Promise<void>;
   metrics: DeliverMetrics;
   /** Reports each attempt for the live view; never waited for (sink/deliver/reports.ts). */
   report: (reports: DeliveryReport[]) => void;
   log: Logger;
+  /** Waits between reconnects after a crash kafkajs does not restart; default RECONNECT_BACKOFF. */
+  reconnect?: Backoff;
 }
 
 /** How far before a destination's creation its group starts, ms: clocks of the CLI's and the ingest's hosts may differ. */
 export const START_MARGIN_MS = 10_000;
-/** The longest wait between heartbeats while a request waits for its retry, ms. */
-const HEARTBEAT_MS = 3_000;
-
-/** Why a request was given up without settling: the loop stops or the destination changed. */
-class Interrupted extends Error {}
-
 /** The group id of a destination. */
 export function groupIdOf(prefix: string, destinationId: string): string {
   return `${prefix}-${destinationId}`;
@@ -63,7 +74,10 @@ export function groupIdOf(prefix: string, destinationId: string): string {
 /** A destination's running delivery (see the module comment). */
 export class DestinationLoop {
   private consumer: Consumer | undefined;
+  private keeper: { stop(): void } | undefined;
   private stopping = false;
+  /** Whether the secret's failure to open was logged (once per destination, not per attempt). */
+  private secretWarned = false;
   private waiting = new Map<number, number>(); // partition -> receivedAt ms of the oldest message under way
   private readonly abort = new AbortController();
 
@@ -76,36 +90,56 @@ export class DestinationLoop {
     return this.destination.destinationId;
   }
 
+  /** The workspace it delivers (a destination whose workspace changes gets a new loop: sink/deliver/destinations.ts). */
+  get workspaceId(): string {
+    return this.destination.workspaceId;
+  }
+
   /** Takes a new version of the destination (its URL, headers, filters apply from the next attempt). */
   update(destination: WebhookDestination): void {
     this.destination = destination;
   }
 
-  /** Joins the destination's group (its offsets set first when it has none) and starts consuming. Throws when Kafka fails. */
+  /**
+   * Joins the destination's group (its offsets set first when it has none) and starts consuming;
+   * from then on a crash kafkajs does not restart is reconnected (see the module comment). Throws
+   * when Kafka fails at start (the caller stops this loop and retries with a new one).
+   */
   async start(): Promise<void> {
     const groupId = groupIdOf(this.deps.groupPrefix, this.id);
+    const running = (value: number) => this.deps.metrics.running.set({ destination: this.id }, this.stopping ? 0 : value);
+    running(0);
     await this.startAtCreation(groupId);
     const consumer = this.deps.kafka.consumer({
       groupId,
+      sessionTimeout: SESSION_TIMEOUT_MS,
+      heartbeatInterval: HEARTBEAT_MS,
       maxWaitTimeInMs: Math.max(100, this.destination.batchWaitMs),
       minBytes: this.destination.batchSize > 1 ? 64 * 1024 : 1,
     });
     this.consumer = consumer;
+    consumer.on(consumer.events.GROUP_JOIN, () => running(1));
+    consumer.on(consumer.events.CRASH, () => running(0)); // not consuming until it joins again
+    const begin = async () => {
+      await consumer.subscribe({ topic: this.deps.topic, fromBeginning: false });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 16,
+        eachBatch: (payload) => this.eachBatch(payload),
+      });
+    };
+    this.keeper = reconnectOnCrash(consumer, begin, this.deps.reconnect ?? RECONNECT_BACKOFF, this.deps.log, `destination ${this.id}`);
     await consumer.connect();
-    await consumer.subscribe({ topic: this.deps.topic, fromBeginning: false });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 16,
-      eachBatch: (payload) => this.eachBatch(payload),
-    });
-    this.deps.metrics.running.set({ destination: this.id }, 1);
+    await begin();
   }
 
-  /** Stops consuming; a request under way is given up uncommitted (sent again later). */
+  /** Stops consuming (and reconnecting); a request under way is given up uncommitted (sent again later). */
   async stop(): Promise<void> {
     this.stopping = true;
     this.abort.abort();
+    this.keeper?.stop();
+    this.deps.metrics.running.set({ destination: this.id }, 0);
     await this.consumer?.disconnect();
     this.deps.metrics.running.set({ destination: this.id }, 0);
     this.deps.metrics.oldestWaiting.set({ destination: this.id }, 0);
@@ -134,12 +168,14 @@ export class DestinationLoop {
     };
     try {
       for (const request of plan.requests) {
+        await beat(heartbeat); // still this member's partition: kafkajs heartbeats only between batches
         await this.settle(batch.partition, request, live, heartbeat);
         await commit(request.lastOffset);
       }
       if (plan.lastOffset !== undefined && live()) await commit(plan.lastOffset);
     } catch (error) {
       if (!(error instanceof Interrupted)) throw error; // kafkajs restarts the consumer: the batch is read again
+      this.deps.log.info({ destination: this.id, partition: batch.partition, why: error.message }, "request given up uncommitted");
     } finally {
       this.waiting.delete(batch.partition);
       this.showOldest();
@@ -176,7 +212,7 @@ export class DestinationLoop {
       report("retry");
       this.deps.metrics.messages.inc({ destination: this.id, outcome: "retried" }, messages.length);
       this.deps.log.debug({ destination: this.id, attempt, delay, reason: verdict.reason }, "delivery will be tried again");
-      await this.wait(delay, live, heartbeat);
+      await retryWait(delay, { live, heartbeat, signal: this.abort.signal, tick: () => this.showOldest() });
     }
   }
 
@@ -185,8 +221,14 @@ export class DestinationLoop {
     const d = this.destination;
     const secret =
       d.secret === undefined || this.deps.secretKey === undefined ? undefined : openSecret(d.secret, d.destinationId, this.deps.secretKey);
-    if (d.secret !== undefined && secret === undefined)
-      return { verdict: { outcome: "retry", reason: "its secret does not open with DESTINATIONS_SECRET_KEY" }, status: 0, answer: "" };
+    if (d.secret !== undefined && secret === undefined) {
+      // No request is sent, but it counts as one with no answer, so the failing alert sees it.
+      this.deps.metrics.requests.inc({ destination: this.id, answer: answerClass(undefined) });
+      const reason = "its secret does not open with DESTINATIONS_SECRET_KEY";
+      if (!this.secretWarned) this.deps.log.warn({ destination: this.id }, `destination not sent to: ${reason}`);
+      this.secretWarned = true;
+      return { verdict: { outcome: "retry", reason }, status: 0, answer: "" };
+    }
     const { body, headers } = requestOf(d, messages, secret);
     const posted = await postJson(d.url, headers, body, this.deps.post);
     const status = "status" in posted.result ? posted.result.status : undefined;
@@ -201,20 +243,15 @@ export class DestinationLoop {
     f: { status: number; reason: string; answer: string; attempts: number; first: number },
   ): Promise<void> {
     const rows = failureRows(this.destination, messages, { ...f, firstMs: f.first }, Date.now());
-    await this.deps.keep(rows);
+    try {
+      await this.deps.keep(rows, this.abort.signal);
+    } catch (error) {
+      // The loop stops while ClickHouse does not answer: the request stays uncommitted and is sent again later.
+      if (this.abort.signal.aborted) throw new Interrupted("the loop stopped before the failures were kept", { cause: error });
+      throw error;
+    }
     this.deps.metrics.messages.inc({ destination: this.id, outcome: "failed" }, messages.length);
     this.deps.log.warn({ destination: this.id, messages: messages.length, status: f.status, reason: f.reason }, "delivery failed: kept");
-  }
-
-  /** Waits `ms`, heartbeating, and ends early (Interrupted) when the loop stops or the destination is paused. */
-  private async wait(ms: number, live: () => boolean, heartbeat: () => Promise<void>): Promise<void> {
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      await sleep(Math.min(HEARTBEAT_MS, until - Date.now()), this.abort.signal);
-      if (!live()) throw new Interrupted();
-      await heartbeat().catch(() => undefined); // a rebalance under way: isStale says so next
-      this.showOldest();
-    }
   }
 
   private showOldest(): void {

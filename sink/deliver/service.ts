@@ -3,7 +3,8 @@
  * destination (sink/deliver/loop.ts), keeps what destinations refuse in ClickHouse
  * (`delivery_failures`), follows the suppressions topic so a deleted user's events are not sent,
  * and answers /healthz, /readyz and /metrics. A change of a destination (added, paused, resumed,
- * changed, removed) is applied as the follower reads it, one change at a time per destination.
+ * changed, removed) is applied as the follower reads it, one change at a time per destination
+ * (sink/deliver/destinations.ts: a loop registered once started, a failed start retried).
  * Throws at start when Kafka or ClickHouse is unreachable (the supervisor restarts it).
  */
 import { once } from "node:events";
@@ -15,7 +16,6 @@ import type { Logger } from "pino";
 import { createClickHouse } from "../../schemas/clickhouse/client";
 import { DELIVERY_FAILURES_TABLE, type DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
 import { quoteIdent } from "../../schemas/clickhouse/sql";
-import { parseDestination, type WebhookDestination } from "../../schemas/destinations";
 import { createKafka, withAdmin } from "../../schemas/kafka/client";
 import { followCompacted, type Following } from "../../schemas/kafka/follow";
 import { createProducer } from "../../schemas/kafka/producer";
@@ -23,6 +23,7 @@ import { followSuppressions } from "../../schemas/privacy/follower";
 import { PrivacyList } from "../../schemas/privacy/list";
 import { retry } from "../../schemas/runtime/retry";
 import type { DeliverConfig } from "./config";
+import { Destinations } from "./destinations";
 import { DestinationLoop, groupIdOf, type LoopDeps } from "./loop";
 import { deliverMetrics, type DeliverMetrics } from "./metrics";
 import { closeConnections } from "./post";
@@ -32,63 +33,6 @@ import { ReportWriter } from "./reports";
 export interface RunningDeliver {
   address: AddressInfo;
   stop(): Promise<void>;
-}
-
-/** Applies destination changes: starts, updates, pauses and removes loops, one change at a time per destination. */
-class Destinations {
-  private readonly loops = new Map<string, DestinationLoop>();
-  private readonly queues = new Map<string, Promise<void>>();
-
-  constructor(
-    private readonly deps: LoopDeps,
-    private readonly log: Logger,
-  ) {}
-
-  /** Queues the change of `destinationId` to `destination` (undefined: removed). */
-  apply(destinationId: string, destination: WebhookDestination | undefined): void {
-    const previous = this.queues.get(destinationId) ?? Promise.resolve();
-    const next = previous
-      .then(() => this.change(destinationId, destination))
-      .catch((error: unknown) => {
-        this.log.error(
-          { err: error, destination: destinationId },
-          "destination change failed; it applies again at the next change or restart",
-        );
-      });
-    this.queues.set(destinationId, next);
-  }
-
-  get running(): number {
-    return this.loops.size;
-  }
-
-  private async change(destinationId: string, destination: WebhookDestination | undefined): Promise<void> {
-    const loop = this.loops.get(destinationId);
-    const active = destination !== undefined && !destination.paused;
-    if (loop !== undefined && active) return loop.update(destination);
-    if (loop !== undefined) {
-      this.loops.delete(destinationId);
-      await loop.stop();
-      this.log.info({ destination: destinationId }, destination === undefined ? "destination removed" : "destination paused");
-    }
-    if (destination === undefined) {
-      const groupId = groupIdOf(this.deps.groupPrefix, destinationId);
-      await withAdmin(this.deps.kafka, (admin) => admin.deleteGroups([groupId])).catch(() => undefined); // none, or still closing: harmless
-      return;
-    }
-    if (!active) return;
-    const started = new DestinationLoop(destination, this.deps);
-    this.loops.set(destinationId, started);
-    await started.start();
-    this.log.info({ destination: destinationId }, "destination delivering");
-  }
-
-  /** Stops every loop (after the changes under way). */
-  async stopAll(): Promise<void> {
-    await Promise.all(this.queues.values());
-    await Promise.all([...this.loops.values()].map((loop) => loop.stop()));
-    this.loops.clear();
-  }
 }
 
 function healthApp(metrics: DeliverMetrics, ready: () => boolean): Koa {
@@ -117,7 +61,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
   const privacy = new PrivacyList();
   const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, `${config.kafka.clientId}-deliver`, privacy, log);
   const stopping = new AbortController();
-  const keep = (rows: DeliveryFailureRow[]) =>
+  const keep = (rows: DeliveryFailureRow[], signal: AbortSignal) =>
     retry(
       () =>
         client.insert({
@@ -129,7 +73,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
       {
         minMs: 500,
         maxMs: 30_000,
-        signal: stopping.signal,
+        signal: AbortSignal.any([stopping.signal, signal]), // the process's stop, or the loop's (pause, remove)
         onRetry: (error) => log.warn({ err: error }, "failures not kept yet; retrying"),
       },
     ).then(() => undefined);
@@ -155,19 +99,21 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
     report: (r) => reports.write(r),
     log,
   };
-  const destinations = new Destinations(deps, log);
+  const destinations = new Destinations({
+    newLoop: (d) => new DestinationLoop(d, deps),
+    deleteGroup: async (id) => {
+      await withAdmin(kafka, (admin) => admin.deleteGroups([groupIdOf(config.groupPrefix, id)]));
+    },
+    backoff: { minMs: 1_000, maxMs: 30_000 },
+    log,
+  });
   const label = {
     topic: config.kafka.destinationsTopic,
     groupPrefix: `${config.kafka.clientId}-deliver-destinations`,
     label: "destinations",
     log,
   };
-  const following: Following = await followCompacted(kafka, label, (key, value) => {
-    const destination = parseDestination(value);
-    if (value !== null && (destination === undefined || destination.destinationId !== key))
-      log.warn({ destination: key }, "destinations: record ignored");
-    destinations.apply(key, destination?.destinationId === key ? destination : undefined);
-  });
+  const following: Following = await followCompacted(kafka, label, (key, value) => destinations.applyRecord(key, value));
   const http: Server = createServer(healthApp(metrics, () => !stopping.signal.aborted).callback());
   http.listen(config.httpPort, config.httpHost);
   await once(http, "listening");
@@ -180,6 +126,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
       await following.stop();
       await destinations.stopAll();
       await suppressions.stop();
+      await reports.stop();
       await producer.disconnect();
       closeConnections();
       http.close();

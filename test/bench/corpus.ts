@@ -17,7 +17,15 @@ function prng(seed: number): () => number {
   };
 }
 
-const EVENTS = ["Product Viewed", "Product Added", "Checkout Started", "Order Completed", "Signed Up", "Video Played", "Search Performed"];
+export const EVENTS = [
+  "Product Viewed",
+  "Product Added",
+  "Checkout Started",
+  "Order Completed",
+  "Signed Up",
+  "Video Played",
+  "Search Performed",
+];
 const PAGES = ["Home", "Pricing", "Docs", "Blog", "Checkout", "Product"];
 const PLANS = ["free", "pro", "team", "enterprise"];
 const CITIES = ["Lisbon", "Berlin", "Austin", "Osaka", "Lagos", "Lima"];

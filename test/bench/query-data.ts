@@ -96,6 +96,7 @@ export function insertSql(database: string, p: Plan, from: number, count: number
     country: `${list(["US", "DE", "GB", "FR", "JP", "BR"], "owner")}`,
     catalog_shape: "if(kind = 'track', toUInt64(1), toUInt64(2))",
     catalog_keys: `if(kind = 'track', ['psproduct_id', 'pssku', 'psname', 'pnprice', 'pscurrency', 'pnquantity', 'pscategory', 'pnrevenue', 'psplan', 'psutm_source', 'csip', 'csuserAgent', 'colibrary'], ['csip', 'csuserAgent', 'colibrary'])`,
+    violations: "emptyArrayString()",
   };
   // 60% track, 25% page, 8% identify, 4% screen, 2% group, 1% alias; ~25% of rows anonymous
   // (track, page and screen only); the first 8 messages are identifies of user 1043.

@@ -6,9 +6,12 @@
  * printed); `X-Signature` verifies at the receiver; batching; a receiver answering 500 for a while
  * gets everything in the end (a destination starts 10 s before its creation, so it may also get
  * some of the previous test's events: counts are of each test's own messageIds); a 400 is kept in delivery_failures and delivered by
- * `replay-failures` once the receiver is fixed; integrations and consent; a user deleted while
- * their events wait for a retry is never delivered; a destination added while traffic flows
- * receives what follows.
+ * `replay-failures` once the receiver is fixed (a suppressed user's left kept, not sent); integrations
+ * and consent; a user deleted while their events wait for a retry is never delivered; a
+ * destination added while traffic flows receives what follows. Each "gets none" is checked against
+ * a positive control (a message that must arrive, sent after the ones that must not) and once the
+ * destination's group has committed everything on the topic (no lag), so it cannot pass because
+ * the destination never ran or has not reached them yet.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -94,6 +97,17 @@ async function send(n: number, extra: Record<string, unknown> = {}): Promise<str
 const all = (receiver: Receiver, ids: string[], ms = 60_000) =>
   waitFor(`${ids.length} deliveries`, async () => (receiver.count(ids).delivered === ids.length ? true : undefined), ms);
 
+/** Waits until the destination's group has committed every record of the events topic: nothing it has not decided on is left. */
+const caughtUp = (destinationId: string, ms = 90_000) =>
+  waitFor(
+    `${destinationId} without lag`,
+    async () => {
+      const { committed, end } = await stack.groupLag(stack.env.KAFKA_TOPIC!, `test-deliver-${stack.id}-${destinationId}`);
+      return end > 0 && committed >= end ? true : undefined;
+    },
+    ms,
+  );
+
 live.before(async () => {
   stack = new LiveStack({ DESTINATIONS_SECRET_KEY: SECRET_KEY, ADMIN_TOKEN });
   await stack.start();
@@ -114,13 +128,17 @@ live("every accepted event reaches each matching destination, signed, one by one
   const [single, batched, identifies] = await Promise.all([new Receiver().start(), new Receiver().start(), new Receiver().start()]);
   await add(single.url, "--secret-env", "SECRET");
   await add(batched.url, "--batch-size", "50", "--batch-wait-ms", "200");
-  await add(identifies.url, "--types", "identify");
+  const identifyOnly = await add(identifies.url, "--types", "identify");
   await new Promise((r) => setTimeout(r, 3_000)); // the delivery process joins each destination's group
   const ids = await send(500);
   await Promise.all([all(single, ids), all(batched, ids)]);
   const counts = { single: single.count(ids), batched: batched.count(ids) };
   console.log(`  500 events: ${JSON.stringify(counts)}`);
-  assert.is(identifies.got.size, 0, "a destination of identify calls gets no track");
+  // The control: identify calls sent after the tracks reach it; then, with its group past every record, no track has.
+  const identified = await send(10, { type: "identify", event: undefined, traits: { plan: "pro" } });
+  await all(identifies, identified);
+  await caughtUp(identifyOnly);
+  assert.is(identifies.count(ids).delivered, 0, "a destination of identify calls gets no track");
   for (const { body, headers } of single.bodies.slice(0, 20))
     assert.is(headers["x-signature"], createHmac("sha1", "shh-its-shared").update(body).digest("hex"), "Segment's X-Signature verifies");
   assert.ok(
@@ -180,6 +198,7 @@ live("a 400 is kept in delivery_failures; replay-failures delivers it once the r
   const id = await add(strict.url);
   await new Promise((r) => setTimeout(r, 3_000));
   const ids = await send(20);
+  const hushed = await send(5, { userId: "u-hush" });
   const said = () =>
     deliver
       .output()
@@ -191,9 +210,9 @@ live("a 400 is kept in delivery_failures; replay-failures delivers it once the r
     "20 kept failures",
     async () => {
       const rows = await stack.select<{ n: string }>(
-        `SELECT count() AS n FROM ${stack.database}.delivery_failures FINAL WHERE destination_id = '${id}' AND resolved = 0 AND status = 400 AND message_id IN (${sqlList(ids)})`,
+        `SELECT count() AS n FROM ${stack.database}.delivery_failures FINAL WHERE destination_id = '${id}' AND resolved = 0 AND status = 400 AND message_id IN (${sqlList([...ids, ...hushed])})`,
       );
-      return Number(rows[0]!.n) === 20 ? 20 : undefined;
+      return Number(rows[0]!.n) === 25 ? 20 : undefined;
     },
     60_000,
   ).catch((error: Error) => {
@@ -201,19 +220,28 @@ live("a 400 is kept in delivery_failures; replay-failures delivers it once the r
   });
   assert.is(kept, 20);
   assert.is(strict.got.size, 0);
+  // u-hush objects after their events were kept: replay-failures must not send them on.
+  const suppressed = await cli(["users", "suppress", "ws-test", "u-hush"]);
+  assert.is(suppressed.code, 0, suppressed.output);
   strict.answer = () => 200;
   const replay = await cli(["destinations", "replay-failures", id]);
   assert.is(replay.code, 0, replay.output);
+  assert.match(replay.output, /20 delivered\t0 still failing\t5 skipped/);
   assert.equal(strict.count(ids), { delivered: 20, duplicates: 0 });
-  const left = await stack.select<{ n: string }>(
-    `SELECT count() AS n FROM ${stack.database}.delivery_failures FINAL WHERE destination_id = '${id}' AND resolved = 0`,
+  assert.is(strict.count(hushed).delivered, 0, "none of the suppressed user's kept failures sent");
+  const left = await stack.select<{ message_id: string }>(
+    `SELECT message_id FROM ${stack.database}.delivery_failures FINAL WHERE destination_id = '${id}' AND resolved = 0`,
   );
-  assert.is(Number(left[0]!.n), 0, "every failure resolved under FINAL");
+  assert.equal(
+    left.map((r) => r.message_id).sort(),
+    [...hushed].sort(),
+    "every other failure resolved; the suppressed user's left as they were",
+  );
 });
 
 live("integrations and consent keep messages from a destination as Segment does", async () => {
   const receiver = await new Receiver().start();
-  await add(receiver.url, "--name", "My Hook", "--categories", "analytics");
+  const id = await add(receiver.url, "--name", "My Hook", "--categories", "analytics");
   await new Promise((r) => setTimeout(r, 3_000));
   const sent = await send(5);
   const offByAll = await send(5, { integrations: { All: false } });
@@ -221,15 +249,16 @@ live("integrations and consent keep messages from a destination as Segment does"
   const offByName = await send(5, { integrations: { "My Hook": false } });
   const denied = await send(5, { context: { consent: { categoryPreferences: { analytics: false } } }, integrations: { "My Hook": true } });
   const granted = await send(5, { context: { consent: { categoryPreferences: { analytics: true, ads: false } } } });
-  await all(receiver, [...sent, ...onByName, ...granted]);
-  await new Promise((r) => setTimeout(r, 2_000));
+  const control = await send(10); // sent after the ones that must not arrive: must arrive
+  await all(receiver, [...sent, ...onByName, ...granted, ...control]);
+  await caughtUp(id);
   for (const [name, ids] of Object.entries({ offByAll, offByName, denied })) assert.is(receiver.count(ids).delivered, 0, name);
 });
 
 live("a user deleted while their events wait for a retry is never delivered; a destination added later gets what follows", async () => {
   const down = await new Receiver().start();
   down.answer = () => 503;
-  await add(down.url);
+  const downId = await add(down.url);
   await new Promise((r) => setTimeout(r, 3_000));
   const theirs = await send(10, { userId: "u-gone" });
   const others = await send(10, { userId: "u-stays" });
@@ -239,6 +268,11 @@ live("a user deleted while their events wait for a retry is never delivered; a d
   await new Promise((r) => setTimeout(r, 2_000));
   down.answer = () => 200;
   await all(down, others, 90_000);
+  // u-gone's requests on other partitions may still wait for their retry: something sent after
+  // must arrive, and the group must have decided on every record, before "none" means anything.
+  const control = await send(10, { userId: "u-stays" });
+  await all(down, control, 90_000);
+  await caughtUp(downId);
   assert.is(down.count(theirs).delivered, 0, "none of the deleted user's events");
   const late = await new Receiver().start();
   const flowing = send(200);

@@ -2,8 +2,8 @@
  * `cli destinations` against the real local broker: what `add` writes to the destinations topic
  * (a sealed secret that opens to the one printed, no secret or header value in `list`), what a
  * running follower sees of add, pause and remove within seconds, and the refusals (exit 2: a URL
- * that is not http(s) or names a metadata address, a reserved header, a secret without the key;
- * exit 1: an unknown destination).
+ * that is not http(s) or names a metadata address, a reserved header, a secret without the key, an
+ * `--id` of another workspace's destination; exit 1: an unknown destination).
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -165,5 +165,26 @@ live("refusals: not http(s), metadata addresses, reserved headers, a secret with
   const allowed = await run(["add", "w", "webhook", "http://169.254.169.254/x", "--id", `meta-${id}`], { allowLinkLocal: true });
   assert.is(allowed.code, 0, "DESTINATIONS_ALLOW_LINK_LOCAL lets an operator name one");
 });
+
+live(
+  "add --id of another workspace's destination is refused (exit 2) and leaves it as it was; the same workspace's replaces it",
+  async () => {
+    const destinationId = `shared-${id}`;
+    assert.is((await run(["add", "w1", "webhook", "http://127.0.0.1:9/w1", "--id", destinationId])).code, 0);
+    const taken = await run(["add", "w2", "webhook", "http://127.0.0.1:9/w2", "--id", destinationId]);
+    assert.is(taken.code, 2, taken.err);
+    assert.is(taken.out, "");
+    assert.match(taken.err, `--id ${destinationId}: that id is a destination of another workspace`);
+    const stored = (await readDestinations(kafka, config.destinationsTopic, config.clientId, log)).get(destinationId);
+    assert.is(stored?.workspaceId, "w1", "still w1's");
+    assert.is(stored?.url, "http://127.0.0.1:9/w1");
+    const replaced = await run(["add", "w1", "webhook", "http://127.0.0.1:9/w1-new", "--id", destinationId]);
+    assert.is(replaced.code, 0, replaced.err);
+    assert.ok(
+      await within(10_000, () => seen.get(destinationId)?.url === "http://127.0.0.1:9/w1-new"),
+      "the same workspace's id is replaced",
+    );
+  },
+);
 
 live.run();

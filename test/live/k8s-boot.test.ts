@@ -143,7 +143,8 @@ interface Names {
     | "KAFKA_REJECTED_TOPIC"
     | "KAFKA_SUPPRESSIONS_TOPIC"
     | "KAFKA_DESTINATIONS_TOPIC"
-    | "KAFKA_DELIVERIES_TOPIC",
+    | "KAFKA_DELIVERIES_TOPIC"
+    | "KAFKA_PLANS_TOPIC",
     string
   >;
   database: string;
@@ -164,6 +165,7 @@ function newNames(): Names {
       KAFKA_DESTINATIONS_TOPIC: `k8s-boot-destinations-${id}`,
       // The delivery's reports of attempts for the live view (read by processes that know it).
       KAFKA_DELIVERIES_TOPIC: `k8s-boot-deliveries-${id}`,
+      KAFKA_PLANS_TOPIC: `k8s-boot-plans-${id}`,
     },
     database: `k8s_boot_${id}`,
     group: `k8s-boot-sink-${id}`,

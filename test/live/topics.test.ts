@@ -22,11 +22,12 @@ const names = () => {
     suppressionsTopic: `t-${id}-suppressions`,
     destinationsTopic: `t-${id}-destinations`,
     deliveriesTopic: `t-${id}-deliveries`,
+    plansTopic: `t-${id}-plans`,
   };
 };
 
 live(
-  "on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1; suppressions and destinations compacted",
+  "on the one local broker setup creates every topic with 1 replica and min.insync.replicas 1; suppressions, destinations and plans compacted",
   async () => {
     const config = names();
     const { created, replication } = await ensureTopics(kafka, config, { partitions: 2 });
@@ -37,6 +38,7 @@ live(
       config.deliveriesTopic,
       config.suppressionsTopic,
       config.destinationsTopic,
+      config.plansTopic,
     ]);
     assert.equal(replication, { replicationFactor: 1, minInsyncReplicas: 1 });
     const admin = kafka.admin();
@@ -48,7 +50,7 @@ live(
       });
       assert.equal(
         described.resources.map((r) => r.configEntries[0]?.configValue),
-        ["1", "1", "1", "1", "1", "1"],
+        ["1", "1", "1", "1", "1", "1", "1"],
       );
       // Set on the topic by setup (source TOPIC_CONFIG), not the broker's value that happens to match.
       assert.equal(
@@ -57,7 +59,7 @@ live(
       );
       const cleanup = await admin.describeConfigs({
         includeSynonyms: false,
-        resources: [config.suppressionsTopic, config.destinationsTopic].map((name) => ({
+        resources: [config.suppressionsTopic, config.destinationsTopic, config.plansTopic].map((name) => ({
           type: ConfigResourceTypes.TOPIC,
           name,
           configNames: ["cleanup.policy"],
@@ -65,7 +67,7 @@ live(
       });
       assert.equal(
         cleanup.resources.map((r) => r.configEntries[0]!.configValue),
-        ["compact", "compact"],
+        ["compact", "compact", "compact"],
         "one record per user, and per destination, kept for ever",
       );
       const metadata = await admin.fetchTopicMetadata({ topics: [config.topic] });
@@ -123,6 +125,7 @@ live("retention: 30 days on creation; a given setting also changes an existing t
       config.deliveriesTopic,
       config.suppressionsTopic,
       config.destinationsTopic,
+      config.plansTopic,
     ]);
     assert.equal(first.retentionChanged, [], "unset: an existing topic keeps its retention");
     const names4 = [config.topic, config.rejectedTopic, config.dlqTopic, config.suppressionsTopic];
@@ -158,7 +161,7 @@ live("retention: 30 days on creation; a given setting also changes an existing t
     // Again with the same settings: nothing to change.
     const third = await ensureTopics(kafka, config, { partitions: 1, eventsRetentionMs: 7 * 86_400_000, dlqRetentionMs: -1 });
     assert.equal(third.retentionChanged, []);
-    await admin.deleteTopics({ topics: [...names4, config.destinationsTopic, config.deliveriesTopic] });
+    await admin.deleteTopics({ topics: [...names4, config.destinationsTopic, config.deliveriesTopic, config.plansTopic] });
   } finally {
     await admin.disconnect();
   }

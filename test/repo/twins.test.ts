@@ -16,11 +16,12 @@ import { ROOT } from "../support/paths";
 /** Source files without a twin of their own, and where they are tested instead. */
 const NO_TWIN: Record<string, string> = {
   "schemas/runtime/signals.ts": "process signals and exits: every stop of test/live/stop.test.ts (the sink) and test/live/deliver.test.ts",
+  "deploy/commands/plans.ts": "plans draft | apply | show | diff | check over a live broker and server: test/live/plans.test.ts",
+  "deploy/usage.ts": "text: the usage the CLI prints",
   "deploy/commands/deliveries.ts": "destinations test | replay-failures against receivers on 127.0.0.1: test/live/deliver.test.ts",
   "schemas/clickhouse/deliveries.ts":
     "DDL created by migrate on both engines and read back by replay-failures: test/live/deliver.test.ts, test/live/migrate.test.ts",
   "sink/deliver/config.ts": "settings: read by every start of the delivery process in test/live/deliver.test.ts",
-  "sink/deliver/loop.ts": "a destination's consumer group over Kafka: test/live/deliver.test.ts",
   "sink/deliver/main.ts": "entry point: started by test/live/deliver.test.ts",
   "sink/deliver/metrics.ts": "prom-client registries: counted by the loops of test/live/deliver.test.ts",
   "sink/deliver/post.ts": "HTTP to receivers on 127.0.0.1: test/live/deliver.test.ts",

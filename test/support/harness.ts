@@ -59,6 +59,7 @@ export class LiveStack {
       KAFKA_SUPPRESSIONS_TOPIC: `test-suppressions-${this.id}`,
       KAFKA_DESTINATIONS_TOPIC: `test-destinations-${this.id}`,
       KAFKA_DELIVERIES_TOPIC: `test-deliveries-${this.id}`,
+      KAFKA_PLANS_TOPIC: `test-plans-${this.id}`,
       // Each stack's own: the sink reads a topic from its start, so a shared rejected topic
       // (events-rejected) made each test's sink insert every earlier run's refused items first.
       KAFKA_REJECTED_TOPIC: `test-rejected-${this.id}`,
@@ -161,6 +162,7 @@ export class LiveStack {
         this.env.KAFKA_REJECTED_TOPIC!,
         this.env.KAFKA_DESTINATIONS_TOPIC!,
         this.env.KAFKA_DELIVERIES_TOPIC!,
+        this.env.KAFKA_PLANS_TOPIC!,
       ];
       await admin.deleteTopics({ topics });
     } catch {

@@ -15,9 +15,14 @@ function docQueries(): { name: string; sql: string }[] {
   }));
 }
 
-/** The example queries of docs/QUERIES.md, in their order there, but the property queries. */
+/** The example queries of docs/QUERIES.md, in their order there, but the property and plan queries. */
 export function readmeQueries(): { name: string; sql: string }[] {
-  return docQueries().filter((q) => !q.name.startsWith("property"));
+  return docQueries().filter((q) => !q.name.startsWith("property") && !q.name.startsWith("plan"));
+}
+
+/** The tracking plan queries of docs/QUERIES.md (named `plan: ...`): they read the violations column. */
+export function planQueries(): { name: string; sql: string }[] {
+  return docQueries().filter((q) => q.name.startsWith("plan"));
 }
 
 /** The property queries of docs/QUERIES.md (named `property: ...`): they read materialized key columns. */

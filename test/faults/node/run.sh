@@ -5,7 +5,8 @@
 #   FAULTS_DIST    the build tree to run (default dist, built if missing; another tree, such as one
 #                  from `npx tspc -p . --outDir dist-faults`, must be built first)
 #   FAULTS_FILES   uvu's pattern of the test files to run (default every *.test.js but alerts.test.js,
-#                  which `npm run test:alerts` runs; one file: '^privacy\.test\.js$')
+#                  which `npm run test:alerts` runs, and deliver-isolation.test.js, over 3 minutes,
+#                  which `npm run test:deliver-isolation` runs; one file: '^privacy\.test\.js$')
 #   FAULTS_STACK_DIR, FAULTS_*_PORT   where the servers keep their data, and their ports
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -49,7 +50,7 @@ for svc in clickhouse kafka; do
 done
 stack_up || exit 1
 started=$SECONDS
-npx uvu "$DIST/test/faults/node" "${FAULTS_FILES:-^(?!alerts\.)[\w-]+\.test\.js$}"
+npx uvu "$DIST/test/faults/node" "${FAULTS_FILES:-^(?!alerts\.|deliver-isolation\.)[\w-]+\.test\.js$}"
 rc=$?
 echo "faults: $((SECONDS - started)) s; results in $FAULTS_RESULTS"
 exit "$rc"

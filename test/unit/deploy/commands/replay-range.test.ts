@@ -4,6 +4,9 @@ import * as assert from "uvu/assert";
 import { progressLine, replayOptionsOf } from "../../../../deploy/commands/replay-range";
 import { REPLAY_RATE } from "../../../../deploy/commands/deliveries";
 
+/** Whether `text` holds a C0 or C1 control character (or DEL). */
+const hasControl = (text: string) => [...text].some((c) => c.charCodeAt(0) < 0x20 || (c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f));
+
 test("a range with the defaults: the replay rate, five minutes of retries", () => {
   const parsed = replayOptionsOf(["--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"]);
   assert.equal(parsed, {
@@ -19,7 +22,7 @@ test("--after resumes at a position; --rate and --max-wait-s are read", () => {
     "--to",
     "2026-11-02",
     "--after",
-    "1761955201000/m1",
+    "1761955201000/m%201/track",
     "--rate",
     "5",
     "--max-wait-s",
@@ -27,7 +30,7 @@ test("--after resumes at a position; --rate and --max-wait-s are read", () => {
   ]);
   assert.ok(parsed.ok);
   if (parsed.ok) {
-    assert.equal(parsed.options.after, { receivedMs: 1761955201000, messageId: "m1" });
+    assert.equal(parsed.options.after, { receivedMs: 1761955201000, messageId: "m 1", type: "track" });
     assert.is(parsed.options.rate, 5);
     assert.is(parsed.options.maxWaitMs, 0);
   }
@@ -49,9 +52,22 @@ test("each usage error says what is wrong", () => {
 });
 
 test("the progress line: a bar of the share read, the counts, and the position to resume from", () => {
-  const line = progressLine({ read: 50, delivered: 40, failed: 2, skipped: 8 }, 200, { receivedMs: 1761955201000, messageId: "m1" });
-  assert.is(line, "[#####---------------] 25% 50/200 read, 40 delivered, 2 failed, 8 skipped; position 1761955201000/m1");
+  const line = progressLine({ read: 50, delivered: 40, failed: 2, skipped: 8 }, 200, {
+    receivedMs: 1761955201000,
+    messageId: "m1",
+    type: "track",
+  });
+  assert.is(line, "[#####---------------] 25% 50/200 read, 40 delivered, 2 failed, 8 skipped; position 1761955201000/m1/track");
   assert.match(progressLine({ read: 0, delivered: 0, failed: 0, skipped: 0 }, 0, undefined), /^\[#{20}\] 100% 0\/0 read.*position start$/);
+});
+
+test("a client's messageId cannot write to the operator's terminal through the progress line", () => {
+  const messageId = "m\u001b[2K\u001b[1A\rposition 0/forged\u0007";
+  const line = progressLine({ read: 1, delivered: 1, failed: 0, skipped: 0 }, 1, { receivedMs: 7, messageId, type: "track" });
+  assert.not.ok(hasControl(line), "no control character");
+  assert.ok(line.endsWith(`position 7/${encodeURIComponent(messageId)}/track`), line);
+  const parsed = replayOptionsOf(["--from", "2026-11-01", "--to", "2026-11-02", "--after", line.split("position ")[1]!]);
+  assert.ok(parsed.ok && parsed.options.after?.messageId === messageId, "the printed position resumes at that very message");
 });
 
 test.run();

@@ -242,7 +242,19 @@ test("the row is valid JSON, workspace_id first, columns in order; only those ho
   const [e] = build([{ type: "identify", messageId: 'q"uote', userId: "u", traits: { n: "ü" }, timestamp: "2026-11-22T09:00:00.000Z" }], {
     sentAt: "2026-11-22T09:00:00.000Z",
   });
-  const omitted = ["event", "name", "category", "group_id", "previous_id", "browser", "browser_version", "os", "is_bot", "country"];
+  const omitted = [
+    "event",
+    "name",
+    "category",
+    "group_id",
+    "previous_id",
+    "browser",
+    "browser_version",
+    "os",
+    "is_bot",
+    "country",
+    "violations",
+  ];
   assert.equal(
     Object.keys(e!),
     EVENT_ROW_COLUMNS.filter((c) => !omitted.includes(c)),
@@ -254,7 +266,7 @@ test("the row is valid JSON, workspace_id first, columns in order; only those ho
   assert.equal(
     Object.keys(full!),
     EVENT_ROW_COLUMNS.filter(
-      (c) => !["event", "group_id", "previous_id", "browser", "browser_version", "os", "is_bot", "country"].includes(c),
+      (c) => !["event", "group_id", "previous_id", "browser", "browser_version", "os", "is_bot", "country", "violations"].includes(c),
     ),
   );
   assert.is(e!.message_id, 'q"uote');

@@ -24,6 +24,43 @@ test("the IPv4-mapped IPv6 forms of a link-local address are refused, dotted or 
     assert.ok(addressRefused(address, false), address);
 });
 
+test("the unspecified address :: is refused, as 0.0.0.0/8 is", () => {
+  for (const address of ["::", "0:0:0:0:0:0:0:0", "::0.0.0.0", "0.0.0.0"]) assert.ok(addressRefused(address, false), address);
+  assert.is(urlProblem("http://[::]:8080/", false), "address :: refused (link-local, cloud metadata, unspecified or 0.0.0.0/8)");
+});
+
+test("the IPv4-compatible form of the metadata address is refused, hex or dotted", () => {
+  for (const address of ["::a9fe:a9fe", "::169.254.169.254", "0:0:0:0:0:0:a9fe:a9fe", "::A9FE:1"])
+    assert.ok(addressRefused(address, false), address);
+  assert.type(urlProblem("http://[::a9fe:a9fe]/", false), "string");
+});
+
+test("SIIT's IPv4-translated form (::ffff:0:a.b.c.d) of the metadata address is refused", () => {
+  for (const address of ["::ffff:0:a9fe:a9fe", "::ffff:0:169.254.169.254", "0:0:0:0:ffff:0:a9fe:a9fe"])
+    assert.ok(addressRefused(address, false), address);
+  assert.not.ok(addressRefused("::ffff:0:a00:1", false), "a translated 10.0.0.1 is a private network: allowed");
+});
+
+test("NAT64's well-known prefix 64:ff9b::/96 carrying 169.254/16 is refused; carrying a public address it is allowed", () => {
+  for (const address of ["64:ff9b::a9fe:a9fe", "64:ff9b::169.254.169.254", "64:ff9b:0:0:0:0:a9fe:1", "64:FF9B::A9FE:A9FE"])
+    assert.ok(addressRefused(address, false), address);
+  assert.not.ok(addressRefused("64:ff9b::808:808", false), "8.8.8.8 through NAT64");
+});
+
+test("Alibaba Cloud's metadata address 100.100.100.200 is refused, in IPv6 forms too; its neighbours are not", () => {
+  for (const address of ["100.100.100.200", "::ffff:100.100.100.200", "::ffff:6464:64c8", "64:ff9b::6464:64c8"])
+    assert.ok(addressRefused(address, false), address);
+  for (const address of ["100.100.100.199", "100.100.100.201", "100.64.0.1"]) assert.not.ok(addressRefused(address, false), address);
+  assert.type(urlProblem("http://100.100.100.200/latest/meta-data/", false), "string");
+});
+
+test("each of these is allowed with allowLinkLocal", () => {
+  for (const address of ["::", "::a9fe:a9fe", "::ffff:0:a9fe:a9fe", "64:ff9b::a9fe:a9fe", "100.100.100.200"])
+    assert.not.ok(addressRefused(address, true), address);
+  assert.is(urlProblem("http://100.100.100.200/", true), undefined);
+  assert.is(urlProblem("http://[::]/", true), undefined);
+});
+
 test("loopback, private networks and public addresses are allowed", () => {
   for (const address of [
     "127.0.0.1",
