@@ -9,7 +9,7 @@ import { connect, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { basic, LiveStack } from "../support/harness";
+import { basic, LiveStack, waitFor } from "../support/harness";
 
 const stack = new LiveStack({
   INGEST_HEADERS_TIMEOUT_MS: "2000",
@@ -136,10 +136,17 @@ hostile("an identify with a wrong sentAt (1970) does not pin the user's traits: 
   assert.is((await stack.post("/v1/batch", bad)).status, 200);
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   assert.is((await stack.post("/v1/batch", { batch: [{ ...later, timestamp: new Date().toISOString() }] })).status, 200);
-  await stack.rowsLanded([first.messageId, later.messageId]);
-  const [user] = await stack.select<{ traits: string; last_seen: string }>(
-    `SELECT argMaxMerge(traits) AS traits, toString(maxMerge(last_seen)) AS last_seen FROM ${stack.database}.users WHERE workspace_id = 'ws-test' AND user_id = '${userId}'`,
-  );
+  const rows = await stack.rowsLanded<{ message_id: string; received_at: string }>([first.messageId, later.messageId]);
+  const firstReceived = rows.find((r) => r.message_id === first.messageId)!.received_at.slice(0, 19);
+  // The users view is written after the events rows become visible (18.16 pushes a block to its
+  // views after the table): wait until the later identify is in it (its last_seen, two seconds
+  // after the first's receipt), then ask which traits are the latest.
+  const user = await waitFor("the later identify in users", async () => {
+    const [row] = await stack.select<{ traits: string; last_seen: string }>(
+      `SELECT argMaxMerge(traits) AS traits, toString(maxMerge(last_seen)) AS last_seen FROM ${stack.database}.users WHERE workspace_id = 'ws-test' AND user_id = '${userId}'`,
+    );
+    return row !== undefined && row.last_seen > firstReceived ? row : undefined;
+  });
   assert.equal(JSON.parse(user!.traits), { plan: "latest" });
   assert.ok(user!.last_seen.startsWith(new Date(now).toISOString().slice(0, 4)), `last_seen ${user!.last_seen}`);
 });
