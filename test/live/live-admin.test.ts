@@ -201,7 +201,9 @@ admin("a flood read by four viewers does not hold the public API's event loop (f
   // viewers' writes on the main thread still add 60-70 ms of p99 on this machine (85 ms in CI).
   const bound = Math.max(3 * pct(quiet, 0.99), pct(quiet, 0.99) + 100);
   assert.ok(pct(watched, 0.99) <= bound, `/healthz p99 with viewers ${pct(watched, 0.99).toFixed(1)} ms, bound ${bound.toFixed(1)} ms`);
-  const loopBound = Math.max(3 * quietLoop.p99, quietLoop.p99 + 50);
+  // The event loop's bound has the same floor: with a quiet p99 of 17.7 ms, a fresh-clone run of
+  // c923201 saw 75 ms with the viewers (bound 67.7 ms); the stall it guards against was seconds.
+  const loopBound = Math.max(3 * quietLoop.p99, quietLoop.p99 + 100);
   assert.ok(
     watchedLoop.p99 <= loopBound,
     `event-loop delay p99 with viewers ${watchedLoop.p99.toFixed(1)} ms, bound ${loopBound.toFixed(1)} ms`,
