@@ -4,8 +4,8 @@
  *   migrate                  create topics and apply ClickHouse migrations, then exit
  *   dlq replay               send the dead letters there are when it starts back to their topic, then exit
  *   retention                drop what RETENTION_DAYS no longer keeps (18.16; TTLs on current), then exit (the sink runs it hourly)
- *   keys create <workspaceId> | keys list | keys revoke <workspaceId> | keys revoke --key <key>
- *                            manage WRITE_KEYS_FILE (a new key is printed once; the file keeps its hash)
+ *   keys create|list|revoke ... | tokens create|list|revoke ... | audit ... | regulations create|list|show ...
+ *                            write keys, admin tokens and the audit trail (deploy/commands/admin-cli.ts)
  *   users delete|suppress|unsuppress <workspaceId> <userId> [--suppress] [--by <who>]
  *                            delete a user's data, suppress their later events, or lift that (deploy/commands/privacy.ts)
  *   destinations add|list|pause|resume|remove|test|replay-failures|replay ...
@@ -20,7 +20,9 @@ import pino from "pino";
 import { kafkaConfig } from "../schemas/config";
 import { privacyConfig, setupConfig } from "./setup/config";
 import { sinkConfig } from "../sink/config";
-import { createKey, readKeys, revokeKeys } from "../ingest/admission/keys";
+import { auditCli, keysCli, tokensCli } from "./commands/admin-cli";
+import { adminApi } from "./admin/extension";
+import { regulationsCommand } from "./commands/regulations-command";
 import { runIngest } from "../ingest/main";
 import { runSink } from "../sink/main";
 import { runDeliver } from "../sink/deliver/main";
@@ -49,7 +51,7 @@ export async function cli(args: string[]): Promise<number> {
   const [command, sub] = args;
   switch (command) {
     case "ingest":
-      await runIngest();
+      await runIngest(adminApi(process.env));
       return new Promise<number>(() => {}); // runs until a signal stops the process
     case "sink":
       await runSink();
@@ -64,7 +66,10 @@ export async function cli(args: string[]): Promise<number> {
       if (sub !== "replay") break;
       return dlqReplay();
     case "keys":
-      return keys(args.slice(1));
+    case "tokens":
+    case "audit":
+    case "regulations":
+      return admin(command, args.slice(1));
     case "retention":
       return retention();
     case "users":
@@ -82,29 +87,34 @@ export async function cli(args: string[]): Promise<number> {
   return 2;
 }
 
-function keys(args: string[]): number {
+/** `keys`, `tokens`, `audit` (deploy/commands/admin-cli.ts), `regulations` (regulations-command.ts) with the settings of the environment. */
+async function admin(command: "keys" | "tokens" | "audit" | "regulations", args: string[]): Promise<number> {
+  const config = privacyConfig(process.env);
+  const clickhouse = createClickHouse(config.clickhouse);
   const file = keysCommandConfig(process.env).writeKeysFile;
-  if (!file) {
-    process.stderr.write("keys: set WRITE_KEYS_FILE to the keys file\n");
-    return 2;
+  const context = {
+    kafka: createKafka(config.kafka, "cli"),
+    adminTopic: config.kafka.adminTopic,
+    clientId: config.kafka.clientId,
+    clickhouse,
+    database: config.clickhouse.database,
+    ...(file ? { keysFile: file } : {}),
+    writeKeys: process.env.WRITE_KEYS ?? "",
+    operator: config.operator ?? "unknown",
+    log,
+    io: { out: (t: string) => process.stdout.write(t), err: (t: string) => process.stderr.write(t) },
+  };
+  try {
+    if (command === "regulations")
+      return await regulationsCommand(
+        args,
+        { kafka: context.kafka, config, sql: clientSql(clickhouse), log, now: () => new Date() },
+        context.io,
+      );
+    return await (command === "keys" ? keysCli : command === "tokens" ? tokensCli : auditCli)(args, context);
+  } finally {
+    await clickhouse.close();
   }
-  const [action, first, second] = args;
-  if (action === "create" && first) {
-    process.stdout.write(`${createKey(file, first)}\n`);
-    process.stderr.write(`keys: added a key for ${first} to ${file}; it is shown only now\n`);
-    return 0;
-  }
-  if (action === "list") {
-    for (const entry of readKeys(file)) process.stdout.write(`${entry.workspaceId}\tsha256:${entry.sha256.slice(0, 12)}...\n`);
-    return 0;
-  }
-  if (action === "revoke" && first) {
-    const removed = first === "--key" && second ? revokeKeys(file, { writeKey: second }) : revokeKeys(file, { workspaceId: first });
-    process.stderr.write(`keys: revoked ${removed} key(s)\n`);
-    return removed > 0 ? 0 : 1;
-  }
-  process.stderr.write(`${USAGE}\n`);
-  return 2;
 }
 
 async function retention(): Promise<number> {

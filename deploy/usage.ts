@@ -1,5 +1,6 @@
 /** The operator CLI's usage text (deploy/cli.ts prints it for an unknown command or a usage error). */
 import { CELL_WIDTH } from "./commands/catalog";
+import { REGULATIONS_USAGE } from "./commands/regulations-command";
 
 /** What `cli` accepts, one command or form a line. */
 export const USAGE = `usage: cli <command>
@@ -9,10 +10,15 @@ export const USAGE = `usage: cli <command>
   migrate       create Kafka topics and apply ClickHouse migrations
   dlq replay    send the dead letters there are now back to their topic, then end
   retention     drop the months of events and delete refused items past RETENTION_DAYS
-  keys create <workspaceId>      add a write key to WRITE_KEYS_FILE and print it (once)
-  keys list                      workspaces and key hash prefixes in WRITE_KEYS_FILE
-  keys revoke <workspaceId>      remove every key of a workspace
-  keys revoke --key <writeKey>   remove one key
+  keys create <workspaceId>      a write key, honoured by every ingest within seconds; printed once
+  keys list [<workspaceId>] [--json]   every key (admin topic and keys file): keyId, fingerprint, source, state
+  keys revoke <workspaceId> <keyId>    refused by every ingest within seconds, the keys file's too
+  keys create <workspaceId> --file | keys revoke <workspaceId> --file | keys revoke --file --key <writeKey>
+                                 the same in WRITE_KEYS_FILE (keys kept in Git)
+  tokens create <name> --operator | --workspace <workspaceId>   an admin token, printed once
+  tokens list [--json] | tokens revoke <tokenId>
+  audit [--workspace W] [--action A] [--actor A] [--since T] [--limit N]   the audit trail, JSON lines
+${REGULATIONS_USAGE}
   users delete <workspaceId> <userId> [--suppress] [--by <who>]
                                  remove the user's rows (and of their linked anonymousIds) everywhere;
                                  --suppress also drops their later events (answered 2xx, not stored)

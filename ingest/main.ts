@@ -11,11 +11,12 @@ import cluster from "node:cluster";
 import pino, { type Logger } from "pino";
 import { ingestConfig } from "./config";
 import { start, stopBoundMs } from "./service";
+import type { AdminExtension } from "./http/admin";
 import { exitAfter, STOP_MARGIN_MS } from "../schemas/runtime/deadline";
 import { logProcessWarnings } from "../schemas/runtime/warnings";
 
-/** Runs the ingest until SIGTERM/SIGINT; exits the process when stopped. */
-export async function runIngest(): Promise<void> {
+/** Runs the ingest until SIGTERM/SIGINT, with `admin`'s routes on its admin port; exits the process when stopped. */
+export async function runIngest(admin?: AdminExtension): Promise<void> {
   const config = ingestConfig(process.env);
   const log = pino({ name: "ingest", level: config.logLevel });
   logProcessWarnings(log);
@@ -23,7 +24,7 @@ export async function runIngest(): Promise<void> {
     runPrimary(config.workers, log);
     return;
   }
-  const ingest = await start(config, log);
+  const ingest = await start(config, log, admin);
   onSignal((signal) => {
     log.info({ signal }, "stopping: draining requests, flushing producer");
     exitAfter(stopBoundMs(config) + STOP_MARGIN_MS, log);

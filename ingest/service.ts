@@ -7,6 +7,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type Koa from "koa";
+import type Router from "@koa/router";
 import type { Admin, Kafka, Producer } from "kafkajs";
 import type { Logger } from "pino";
 import type { IngestConfig } from "./config";
@@ -15,8 +16,11 @@ import type { AppCollaborators, AppProbes } from "./http/app-deps";
 import { Enricher, defaultCountryDbPath, openCountryDb } from "./records/enrich";
 import { CatalogCaps, SentShapes } from "./records/catalog";
 import { WriteKeys } from "./admission/auth";
-import { readKeys, watchKeysFile, type WriteKeyEntry } from "./admission/keys";
-import { adminServer, metricsApp } from "./http/admin";
+import { acceptedKeys, readKeys, watchKeysFile, type WriteKeyEntry } from "./admission/keys";
+import { writeKeyUse } from "./admission/key-usage";
+import { AdminTokens, FailedAttempts } from "./admission/tokens";
+import { adminGuard, adminServer, metricsApp, type AdminExtension, type AdminGuard } from "./http/admin";
+import { AdminBook, followAdmin } from "../schemas/admin/book";
 import { ingestMetrics, type IngestMetrics } from "./metrics";
 import { openapiDocument } from "./http/openapi";
 import { Accumulator, kafkaSend } from "./producer";
@@ -127,16 +131,26 @@ export function edgeDeps(config: IngestConfig, log: Logger, wiring: EdgeWiring):
   };
 }
 
-/** Starts the ingest service. Throws if the producer cannot connect. */
-export async function start(config: IngestConfig, log: Logger): Promise<RunningIngest> {
+/**
+ * Starts the ingest service; `admin` adds routes to the admin port (the admin API: deploy/admin/).
+ * Throws if the producer cannot connect or the admin topic cannot be read.
+ */
+export async function start(config: IngestConfig, log: Logger, admin?: AdminExtension): Promise<RunningIngest> {
   const kafka = createKafka(config.kafka);
   const producer = createProducer(kafka); // a failed send is sent again whole by kafkaSend
   await producer.connect();
-  const admin = await openAdmin(kafka);
-  const probe = kafkaProbe(admin, config.kafka.topic);
+  const kafkaAdmin = await openAdmin(kafka);
+  const probe = kafkaProbe(kafkaAdmin, config.kafka.topic);
   const metrics = ingestMetrics();
   const { accumulator, maxBytes } = await accumulatorFor(kafka, producer, config, metrics);
-  const keys = followKeys(config, log);
+  // Keys and tokens of the admin topic: read whole before the port opens, then followed.
+  const book = new AdminBook();
+  const adminFollowing = await followAdmin(kafka, config.kafka.adminTopic, config.kafka.clientId, book, log);
+  const keys = followKeys(config, book, log);
+  const timeoutMs = config.produceTimeoutMs;
+  const stopKeyUse = writeKeyUse(producer, config.kafka.adminTopic, () => keys.writeKeys.takeUsed(), log, { timeoutMs });
+  const guard = adminGuard(new AdminTokens(config.adminToken, book), new FailedAttempts());
+  const extension = await admin?.({ kafka, book, guard, configuredKeys: keys.configured, log });
   // Users deleted or suppressed: read whole before the port opens, then followed.
   const privacy = new PrivacyList();
   const suppressions = await followSuppressions(kafka, config.kafka.suppressionsTopic, config.kafka.clientId, privacy, log);
@@ -165,7 +179,7 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
     ...LIVE_TAIL,
     log,
   });
-  const metricsServer = await listenAdmin(config, metrics, tail, keys.keysOf, log);
+  const metricsServer = await listenAdmin(config, metrics, tail, { keysOf: keys.keysOf, guard, routers: extension?.routers ?? [] }, log);
   const address = server.address() as AddressInfo;
   const { address: metricsHost, port: metricsPort } = metricsServer.address() as AddressInfo;
   log.info(
@@ -176,7 +190,10 @@ export async function start(config: IngestConfig, log: Logger): Promise<RunningI
   const stop = () =>
     stopIngest(config, log, parts, {
       startDraining: () => (accepting = false),
-      disconnect: () => Promise.all([producer.disconnect(), admin.disconnect(), suppressions.stop(), planning.stop()]),
+      disconnect: async () => {
+        await Promise.all([stopKeyUse(), extension?.stop()]);
+        await Promise.all([producer.disconnect(), kafkaAdmin.disconnect(), suppressions.stop(), planning.stop(), adminFollowing.stop()]);
+      },
     });
   return { address, stop };
 }
@@ -218,13 +235,28 @@ async function accumulatorFor(
   return { accumulator, maxBytes };
 }
 
-/** The write keys of WRITE_KEYS and the keys file, which is read again when it changes (ingest/admission/keys.ts). */
-function followKeys(config: IngestConfig, log: Logger): { writeKeys: WriteKeys; keysOf: () => WriteKeyEntry[]; unwatch: () => void } {
-  const keysOf = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
+/**
+ * The write keys accepted (ingest/admission/keys.ts acceptedKeys): those of WRITE_KEYS and the keys
+ * file, read again when it changes, and the admin topic's, applied as `book` reads them.
+ */
+function followKeys(
+  config: IngestConfig,
+  book: AdminBook,
+  log: Logger,
+): { writeKeys: WriteKeys; keysOf: () => WriteKeyEntry[]; configured: () => WriteKeyEntry[]; unwatch: () => void } {
+  const configured = () => [...config.writeKeys, ...(config.writeKeysFile ? readKeys(config.writeKeysFile) : [])];
+  let fromConfig = configured();
+  const keysOf = () => acceptedKeys(fromConfig, book.keys.values());
   const writeKeys = new WriteKeys(keysOf());
-  if (writeKeys.size === 0) log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE): every request will get 401");
-  const unwatch = config.writeKeysFile ? watchKeysFile(config.writeKeysFile, () => writeKeys.replace(keysOf()), log) : () => {};
-  return { writeKeys, keysOf, unwatch };
+  if (writeKeys.size === 0)
+    log.warn("no write keys (WRITE_KEYS, WRITE_KEYS_FILE, the admin topic): every request will get 401 until one is created");
+  book.onKeysChange(() => writeKeys.replace(keysOf()));
+  const reload = () => {
+    fromConfig = configured();
+    writeKeys.replace(keysOf());
+  };
+  const unwatch = config.writeKeysFile ? watchKeysFile(config.writeKeysFile, reload, log) : () => {};
+  return { writeKeys, keysOf, configured: () => fromConfig, unwatch };
 }
 
 /** The public server of `app`, listening; slow clients (headers or body trickled) are cut off by its timeouts, checked every second. */
@@ -243,24 +275,25 @@ async function listenPublic(config: IngestConfig, app: Koa): Promise<Server> {
   return server;
 }
 
-/** The admin server (metrics and the live view of `tail`), listening on INGEST_METRICS_PORT. */
+/** The admin server (metrics, the live view of `tail`, the admin API's `routers`), listening on INGEST_METRICS_PORT. */
 async function listenAdmin(
   config: IngestConfig,
   metrics: IngestMetrics,
   tail: LiveThread,
-  keysOf: () => WriteKeyEntry[],
+  parts: { keysOf: () => WriteKeyEntry[]; guard: AdminGuard; routers: Router[] },
   log: Logger,
 ): Promise<Server> {
+  const { keysOf, guard } = parts;
   const live = liveRouter({
     tail,
-    ...(config.adminToken === undefined ? {} : { adminToken: config.adminToken }),
+    guard,
     maxViewers: config.liveMaxViewers,
     maxRecent: config.liveMaxRecent,
     workspaces: () => keysOf().map((k) => k.workspaceId),
     metrics,
     log,
   });
-  const metricsServer = adminServer(metricsApp(metrics, live), config.metricsMaxConnections);
+  const metricsServer = adminServer(metricsApp(metrics, live, ...parts.routers), config.metricsMaxConnections);
   metricsServer.listen(config.metricsPort, config.metricsHost);
   await once(metricsServer, "listening");
   return metricsServer;

@@ -46,6 +46,12 @@ export interface KafkaConfig {
    */
   plansTopic: Name;
   /**
+   * Compacted topic of write keys, admin tokens, key use and regulations (env KAFKA_ADMIN_TOPIC),
+   * one record per thing (schemas/admin/records.ts); the admin API and the CLI write it, every
+   * ingest reads it whole and follows it.
+   */
+  adminTopic: Name;
+  /**
    * Most bytes in one produce of one process (env KAFKA_MAX_MESSAGE_BYTES; Kafka's default
    * message.max.bytes is 1,048,588). Each process also reads its topic's max.message.bytes at
    * start and keeps the smaller.
@@ -100,6 +106,7 @@ export function kafkaConfig(env: Env): KafkaConfig {
     destinationsTopic: env.KAFKA_DESTINATIONS_TOPIC ?? "events-destinations",
     deliveriesTopic: env.KAFKA_DELIVERIES_TOPIC ?? "events-deliveries",
     plansTopic: env.KAFKA_PLANS_TOPIC ?? "events-plans",
+    adminTopic: env.KAFKA_ADMIN_TOPIC ?? "events-admin",
     maxMessageBytes: int(env.KAFKA_MAX_MESSAGE_BYTES, 1_000_000),
     clientId: env.KAFKA_CLIENT_ID ?? "segment-ingest",
   };

@@ -7,25 +7,28 @@
  * followed while failures are replayed: a deleted or suppressed user's failure is not sent and its
  * row is left as it is (sink/deliver/request.ts `suppressed`, as `replay` does). A failure a replay
  * delivers is marked resolved (a newer row: one row under FINAL); one that fails again stays, with
- * its new status and attempts, for the next replay. Resolves with the exit code: 0 done (every
- * failure delivered or skipped), 1 some still fail or the destination is unknown, 2 its secret
- * cannot be opened.
+ * its new status and attempts, for the next replay. Both are functions answering a value
+ * (testDestination, replayDestinationFailures; schemas/admin/result.ts) that the admin API calls
+ * too, scoped to a workspace. The command resolves with the exit code: 0 done (every failure
+ * delivered or skipped), 1 some still fail or the destination is unknown, 2 its secret cannot be
+ * opened.
  */
 import { randomUUID } from "node:crypto";
 import type { ClickHouseClient } from "@clickhouse/client";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
+import { done, refuse, type OpResult } from "../../schemas/admin/result";
 import { DELIVERY_FAILURES_TABLE, pendingFailuresQuery, type DeliveryFailureRow } from "../../schemas/clickhouse/deliveries";
 import { quoteIdent } from "../../schemas/clickhouse/sql";
 import { openSecret, type WebhookDestination } from "../../schemas/destinations";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import { PrivacyList } from "../../schemas/privacy/list";
 import { sleep } from "../../schemas/runtime/retry";
-import { verdictOf } from "../../sink/deliver/answer";
+import { verdictOf, type Verdict } from "../../sink/deliver/answer";
 import type { DeliveryMessage } from "../../sink/deliver/message";
 import { closeConnections, postJson, type PostSettings } from "../../sink/deliver/post";
 import { requestOf, suppressed } from "../../sink/deliver/request";
-import { readDestinations, type DestinationsSettings, type Output } from "./destinations";
+import { findDestination, type DestinationsSettings, type Output } from "./destinations";
 
 /** Requests a second a replay sends at most. */
 export const REPLAY_RATE = 20;
@@ -55,6 +58,31 @@ function secretOf(d: WebhookDestination, settings: DestinationsSettings): { ok: 
   return secret === undefined ? { ok: false } : { ok: true, secret };
 }
 
+/** A destination with its secret opened (in clear). */
+export interface OpenedDestination {
+  destination: WebhookDestination;
+  secret?: string;
+}
+
+/**
+ * The destination `destinationId` with its secret opened: 404 as findDestination (destinations.ts:
+ * none, or another workspace's than `workspaceId`), 409 its secret does not open with
+ * DESTINATIONS_SECRET_KEY. Throws what Kafka throws.
+ */
+export async function openDestination(
+  settings: DestinationsSettings,
+  kafka: Kafka,
+  log: Logger,
+  destinationId: string,
+  workspaceId?: string,
+): Promise<OpResult<OpenedDestination>> {
+  const found = await findDestination(settings, kafka, log, destinationId, workspaceId);
+  if (!found.ok) return found;
+  const opened = secretOf(found.value, settings);
+  if (!opened.ok) return refuse(409, `the secret of ${destinationId} does not open with DESTINATIONS_SECRET_KEY`);
+  return done({ destination: found.value, ...(opened.secret === undefined ? {} : { secret: opened.secret }) });
+}
+
 /**
  * The destination `destinationId` with its secret opened, or the exit code after saying why not:
  * 1 it is not on the topic, 2 its secret does not open with DESTINATIONS_SECRET_KEY.
@@ -65,18 +93,11 @@ export async function destinationFor(
   kafka: Kafka,
   log: Logger,
   io: Output,
-): Promise<{ destination: WebhookDestination; secret?: string } | number> {
-  const d = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(destinationId);
-  if (d === undefined) {
-    io.err(`destinations: no destination ${destinationId}\n`);
-    return 1;
-  }
-  const opened = secretOf(d, settings);
-  if (!opened.ok) {
-    io.err(`destinations: the secret of ${destinationId} does not open with DESTINATIONS_SECRET_KEY\n`);
-    return 2;
-  }
-  return { destination: d, ...(opened.secret === undefined ? {} : { secret: opened.secret }) };
+): Promise<OpenedDestination | number> {
+  const opened = await openDestination(settings, kafka, log, destinationId);
+  if (opened.ok) return opened.value;
+  io.err(`destinations: ${opened.error}\n`);
+  return opened.status === 404 ? 1 : 2;
 }
 
 /** One request of `messages` to `d`, as the delivery process posts it: its verdict, HTTP status (0 without an answer) and answer text. */
@@ -90,7 +111,71 @@ export async function send(d: WebhookDestination, messages: DeliveryMessage[], s
 /** What `test`, `replay-failures` and `replay` read of the environment: the destinations' settings, how to post, where the events are. */
 export type DeliveriesSettings = DestinationsSettings & { post: PostSettings; database: string; table: string };
 
-/** Runs `test <id>` or `replay-failures <id>`. Throws what Kafka or ClickHouse throw. */
+/** What a test request got: the outcome (delivered, retry, failed), why, the HTTP status (0 without an answer) and the start of the answer. */
+export interface TestAnswer {
+  outcome: Verdict["outcome"];
+  reason?: string;
+  status: number;
+  /** The answer's first 200 characters, as the receiver sent them. */
+  answer: string;
+}
+
+/**
+ * Posts one sample message (sampleMessage, made `now`) to the destination as the delivery process
+ * would; what it got. 404 and 409 as openDestination. Throws what Kafka throws (a receiver's
+ * failure is an outcome). Leaves its connections kept alive (closeConnections closes them).
+ */
+export async function testDestination(
+  settings: DestinationsSettings & { post: PostSettings },
+  kafka: Kafka,
+  log: Logger,
+  destinationId: string,
+  workspaceId?: string,
+  now: Date = new Date(),
+): Promise<OpResult<TestAnswer>> {
+  const opened = await openDestination(settings, kafka, log, destinationId, workspaceId);
+  if (!opened.ok) return opened;
+  const { destination: d, secret } = opened.value;
+  const { verdict, status, answer } = await send(d, [sampleMessage(d.workspaceId, now)], secret, settings.post);
+  const reason = "reason" in verdict ? verdict.reason : undefined;
+  return done({ outcome: verdict.outcome, ...(reason === undefined ? {} : { reason }), status, answer: answer.slice(0, 200) });
+}
+
+/** How a replay of kept failures went: requests sent, of which delivered (marked resolved) and kept (still failing), and failures skipped (a deleted or suppressed user's). */
+export interface ReplayCounts {
+  sent: number;
+  delivered: number;
+  kept: number;
+  skipped: number;
+}
+
+/**
+ * Sends the destination's pending kept failures again (see the module comment), following the
+ * suppressions meanwhile; `onProgress` is told the counts after each request. 404 and 409 as
+ * openDestination. Throws what Kafka or ClickHouse throw. Leaves its connections kept alive.
+ */
+export async function replayDestinationFailures(
+  settings: DeliveriesSettings,
+  kafka: Kafka,
+  client: ClickHouseClient,
+  log: Logger,
+  destinationId: string,
+  workspaceId?: string,
+  onProgress?: (counts: ReplayCounts) => void,
+): Promise<OpResult<ReplayCounts>> {
+  const opened = await openDestination(settings, kafka, log, destinationId, workspaceId);
+  if (!opened.ok) return opened;
+  const privacy = new PrivacyList();
+  const following = await followSuppressions(kafka, settings.kafka.suppressionsTopic, `${settings.kafka.clientId}-replay`, privacy, log);
+  try {
+    const { destination, secret } = opened.value;
+    return done(await replayFailures(destination, secret, settings, client, privacy, onProgress));
+  } finally {
+    await following.stop();
+  }
+}
+
+/** Runs `test <id>` or `replay-failures <id>`: the functions above, their answers printed. Throws what Kafka or ClickHouse throw. */
 export async function deliveriesCommand(
   action: "test" | "replay-failures",
   destinationId: string,
@@ -100,22 +185,22 @@ export async function deliveriesCommand(
   log: Logger,
   io: Output,
 ): Promise<number> {
-  const found = await destinationFor(destinationId, settings, kafka, log, io);
-  if (typeof found === "number") return found;
-  const { destination: d, secret } = found;
   try {
     if (action === "test") {
-      const { verdict, status, answer } = await send(d, [sampleMessage(d.workspaceId, new Date())], secret, settings.post);
-      io.out(testLine(verdict, status, answer));
-      return verdict.outcome === "delivered" ? 0 : 1;
+      const tested = await testDestination(settings, kafka, log, destinationId);
+      if (!tested.ok) return (io.err(`destinations: ${tested.error}\n`), tested.status === 404 ? 1 : 2);
+      const { outcome, reason, status, answer } = tested.value;
+      io.out(testLine(reason === undefined ? { outcome } : { outcome, reason }, status, answer));
+      return outcome === "delivered" ? 0 : 1;
     }
-    const privacy = new PrivacyList();
-    const following = await followSuppressions(kafka, settings.kafka.suppressionsTopic, `${settings.kafka.clientId}-replay`, privacy, log);
-    try {
-      return await replayFailures(d, secret, settings, client, io, privacy);
-    } finally {
-      await following.stop();
-    }
+    const progress = (n: ReplayCounts) =>
+      io.err(`\rreplay-failures ${destinationId}: ${n.delivered} delivered, ${n.kept} still failing, ${n.skipped} skipped`);
+    const replayed = await replayDestinationFailures(settings, kafka, client, log, destinationId, undefined, progress);
+    if (!replayed.ok) return (io.err(`destinations: ${replayed.error}\n`), replayed.status === 404 ? 1 : 2);
+    const n = replayed.value;
+    io.err("\n");
+    io.out(`${n.delivered} delivered\t${n.kept} still failing\t${n.skipped} skipped (deleted or suppressed user)\n`);
+    return n.kept === 0 ? 0 : 1;
   } finally {
     closeConnections();
   }
@@ -148,18 +233,18 @@ export async function insertFailures(client: ClickHouseClient, database: string,
 /**
  * Sends each pending failure of `d` (its workspace's) again, as the module comment says; a deleted
  * or suppressed user's (by `privacy`, read before each send) is skipped and its row left. Resolves
- * with the exit code.
+ * with the counts; `onProgress` is told them after each request.
  */
 export async function replayFailures(
   d: WebhookDestination,
   secret: string | undefined,
   settings: { post: PostSettings; database: string },
   client: ClickHouseClient,
-  io: Output,
   privacy: PrivacyList,
-): Promise<number> {
+  onProgress: (counts: ReplayCounts) => void = () => {},
+): Promise<ReplayCounts> {
   let after = "";
-  const n = { delivered: 0, failing: 0, skipped: 0 };
+  const n: ReplayCounts = { sent: 0, delivered: 0, kept: 0, skipped: 0 };
   for (;;) {
     const query = pendingFailuresQuery(settings.database, d.destinationId, d.workspaceId, PAGE, after);
     const page = await (await client.query({ query, format: "JSONEachRow" })).json<DeliveryFailureRow>();
@@ -185,14 +270,13 @@ export async function replayFailures(
         version: Math.max(now, Number(row.version) + 1),
       };
       await insertFailures(client, settings.database, [next]);
+      n.sent++;
       if (ok) n.delivered++;
-      else n.failing++;
-      io.err(`\rreplay-failures ${d.destinationId}: ${n.delivered} delivered, ${n.failing} still failing, ${n.skipped} skipped`);
+      else n.kept++;
+      onProgress({ ...n });
       await sleep(Math.max(0, 1000 / REPLAY_RATE - (Date.now() - started)));
     }
     after = page.at(-1)!.message_id;
   }
-  io.err("\n");
-  io.out(`${n.delivered} delivered\t${n.failing} still failing\t${n.skipped} skipped (deleted or suppressed user)\n`);
-  return n.failing === 0 ? 0 : 1;
+  return n;
 }

@@ -10,26 +10,22 @@
  * `add --id` of an id another workspace's destination has is refused (exit 2): a destination's
  * group and kept failures belong to its id, so reusing it would carry one workspace's position and
  * failures over to another's receiver; the same workspace's id replaces that destination.
- * Resolves with the exit code: 0 done, 1 an unknown destination, 2 a usage or setting error.
- * Throws what Kafka throws (an infrastructure failure).
+ * Each operation is also a function answering a value (addDestination, listDestinations,
+ * setDestinationPaused, removeDestination; schemas/admin/result.ts), which the admin API calls
+ * too, scoped to a workspace: another workspace's destination is answered as one that does not
+ * exist. The command resolves with the exit code: 0 done, 1 an unknown destination, 2 a usage or
+ * setting error. Throws what Kafka throws (an infrastructure failure).
  */
-import { randomBytes } from "node:crypto";
-import { parseArgs } from "node:util";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
+import { done, refuse, type OpResult } from "../../schemas/admin/result";
 import type { KafkaConfig } from "../../schemas/config";
-import { MESSAGE_TYPES, type MessageType } from "../../schemas/messages";
-import {
-  headerProblem,
-  listed,
-  parseDestination,
-  sealSecret,
-  SECRET_KEY_MIN_CHARS,
-  type WebhookDestination,
-} from "../../schemas/destinations";
+import { listed, parseDestination, type WebhookDestination } from "../../schemas/destinations";
 import { followCompacted } from "../../schemas/kafka/follow";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
-import { urlProblem } from "../../sink/deliver/address";
+import { cliRefusal, destinationFrom, destinationInputOf, type DestinationInput } from "./destination-input";
+
+export type { DestinationInput } from "./destination-input";
 
 /** What the command reads of the environment. */
 export interface DestinationsSettings {
@@ -48,7 +44,6 @@ export interface Output {
 }
 
 const PUBLISH_DEADLINE_MS = 30_000;
-const ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** Every destination on the topic now, by destinationId. */
 export async function readDestinations(
@@ -83,130 +78,129 @@ async function publish(kafka: Kafka, topic: string, destinationId: string, value
   }
 }
 
-const csv = (text: string | undefined): string[] | undefined =>
-  text === undefined
-    ? undefined
-    : text
-        .split(",")
-        .map((s) => s.trim())
-        .filter((s) => s !== "");
+/** A destination as `list --json` prints it and the admin API answers it: its headers' names only, whether it has a secret. */
+export type ListedDestination = Omit<WebhookDestination, "secret" | "headers"> & { headers: string[]; secret: boolean };
 
-/** The destination `add` describes, or the usage error. */
-export function destinationOf(
-  args: string[],
-  settings: DestinationsSettings,
-  now: Date,
-): { ok: true; destination: WebhookDestination; generatedSecret?: string } | { ok: false; error: string } {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      name: { type: "string" },
-      header: { type: "string", multiple: true },
-      "secret-env": { type: "string" },
-      "generate-secret": { type: "boolean" },
-      types: { type: "string" },
-      events: { type: "string" },
-      categories: { type: "string" },
-      "batch-size": { type: "string" },
-      "batch-wait-ms": { type: "string" },
-      id: { type: "string" },
-    },
-  });
-  const [workspaceId, kind, url] = positionals;
-  if (positionals.length !== 3 || !workspaceId || kind !== "webhook" || !url)
-    return { ok: false, error: "add <workspaceId> webhook <url> [options]" };
-  const problem = urlProblem(url, settings.allowLinkLocal);
-  if (problem !== undefined) return { ok: false, error: `url: ${problem}` };
-  const headers: Record<string, string> = {};
-  for (const line of values.header ?? []) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) return { ok: false, error: `--header ${JSON.stringify(line)}: write it "Name: value"` };
-    const [name, value] = [line.slice(0, colon).trim(), line.slice(colon + 1).trim()];
-    const bad = headerProblem(name, value);
-    if (bad !== undefined) return { ok: false, error: bad };
-    headers[name] = value;
-  }
-  const types = csv(values.types);
-  if (types?.some((t) => !(MESSAGE_TYPES as readonly string[]).includes(t)))
-    return { ok: false, error: `--types: one of ${MESSAGE_TYPES.join(", ")}` };
-  const destinationId = values.id ?? `d-${randomBytes(4).toString("hex")}`;
-  if (!ID_PATTERN.test(destinationId)) return { ok: false, error: "--id: lowercase letters, digits and -, at most 63" };
-  const batchSize = Number(values["batch-size"] ?? "1");
-  const batchWaitMs = Number(values["batch-wait-ms"] ?? "1000");
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1000) return { ok: false, error: "--batch-size: 1 to 1000" };
-  if (!Number.isInteger(batchWaitMs) || batchWaitMs < 0 || batchWaitMs > 60_000) return { ok: false, error: "--batch-wait-ms: 0 to 60000" };
-  let secret: string | undefined;
-  let generatedSecret: string | undefined;
-  if (values["secret-env"] !== undefined && values["generate-secret"] === true)
-    return { ok: false, error: "--secret-env or --generate-secret, not both" };
-  if (values["secret-env"] !== undefined) {
-    secret = settings.env[values["secret-env"]];
-    if (!secret) return { ok: false, error: `--secret-env: ${values["secret-env"]} is not set` };
-  } else if (values["generate-secret"] === true) secret = generatedSecret = randomBytes(24).toString("base64url");
-  if (secret !== undefined && (settings.secretKey === undefined || settings.secretKey.length < SECRET_KEY_MIN_CHARS))
-    return { ok: false, error: `a secret needs DESTINATIONS_SECRET_KEY (at least ${SECRET_KEY_MIN_CHARS} characters)` };
-  const at = now.toISOString();
-  const destination: WebhookDestination = {
-    destinationId,
-    workspaceId,
-    kind: "webhook",
-    name: values.name ?? "Webhooks",
-    url,
-    headers,
-    ...(secret === undefined ? {} : { secret: sealSecret(secret, destinationId, settings.secretKey!) }),
-    ...(types === undefined ? {} : { types: types as MessageType[] }),
-    ...(values.events === undefined ? {} : { events: csv(values.events)! }),
-    ...(values.categories === undefined ? {} : { categories: csv(values.categories)! }),
-    batchSize,
-    batchWaitMs,
-    paused: false,
-    createdAt: at,
-    updatedAt: at,
-  };
-  return { ok: true, destination, ...(generatedSecret === undefined ? {} : { generatedSecret }) };
+/** `d` as listed: no header value, no secret. */
+export function listedDestination(d: WebhookDestination): ListedDestination {
+  return { ...listed(d), headers: Object.keys(d.headers) };
 }
 
 /** One line of `list`: no header value, no secret. */
-export function listLine(d: WebhookDestination): string {
-  const shown = listed(d);
+export function listLine(d: ListedDestination): string {
   const filters = [
     d.types ? `types=${d.types.join(",")}` : "",
     d.events ? `events=${d.events.length}` : "",
     d.categories ? `categories=${d.categories.join(",")}` : "",
   ].filter(Boolean);
   return [
-    shown.destinationId,
-    shown.workspaceId,
-    shown.paused ? "paused" : "active",
-    shown.url,
-    `batch=${shown.batchSize}/${shown.batchWaitMs}ms`,
-    `headers=${Object.keys(shown.headers).join(",") || "-"}`,
-    `secret=${shown.secret ? "yes" : "no"}`,
+    d.destinationId,
+    d.workspaceId,
+    d.paused ? "paused" : "active",
+    d.url,
+    `batch=${d.batchSize}/${d.batchWaitMs}ms`,
+    `headers=${d.headers.join(",") || "-"}`,
+    `secret=${d.secret ? "yes" : "no"}`,
     ...filters,
   ].join("\t");
 }
 
 /**
- * Why `add` must not write `d`, when its id was chosen (`--id`) and belongs to another workspace's
- * destination now; undefined when it is free or the same workspace's. A generated id is not
- * looked up (32 random bits).
+ * The destination `destinationId` as the topic holds it now, or a 404 when there is none, or it
+ * is another workspace's than `workspaceId` (when given: answered exactly as if there were none).
+ * Throws what Kafka throws.
  */
-async function idTaken(
-  d: WebhookDestination,
-  args: string[],
+export async function findDestination(
   settings: DestinationsSettings,
   kafka: Kafka,
   log: Logger,
-): Promise<string | undefined> {
-  if (!args.some((a) => a === "--id" || a.startsWith("--id="))) return undefined;
-  const current = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(d.destinationId);
-  if (current === undefined || current.workspaceId === d.workspaceId) return undefined;
-  return `--id ${d.destinationId}: that id is a destination of another workspace; choose another id (or remove that destination first)`;
+  destinationId: string,
+  workspaceId?: string,
+): Promise<OpResult<WebhookDestination>> {
+  const d = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(destinationId);
+  if (d === undefined || (workspaceId !== undefined && d.workspaceId !== workspaceId))
+    return refuse(404, `no destination ${destinationId}`, "destinationId");
+  return done(d);
 }
 
-/** Runs `destinations <action> ...` (see the module comment). */
+/**
+ * Adds (or, with the id of one of the same workspace's, replaces) the destination `input`
+ * describes, acknowledged by every in-sync replica: the destination as listed, and the secret
+ * when one was generated (`secret: true`; in clear, shown only now). 400 a field of the input
+ * (destination-input.ts); 409 `id` is another workspace's destination's (a chosen id is looked up,
+ * a generated one not: 32 random bits). Throws what Kafka throws.
+ */
+export async function addDestination(
+  settings: DestinationsSettings,
+  kafka: Kafka,
+  log: Logger,
+  input: DestinationInput,
+  now: Date,
+): Promise<OpResult<{ destination: ListedDestination; secret?: string }>> {
+  const made = destinationFrom(input, settings, now);
+  if (!made.ok) return made;
+  const d = made.value.destination;
+  if (input.id !== undefined) {
+    const current = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(d.destinationId);
+    if (current !== undefined && current.workspaceId !== d.workspaceId)
+      return refuse(
+        409,
+        `id ${d.destinationId}: that id is a destination of another workspace; choose another id (or remove that destination first)`,
+        "id",
+      );
+  }
+  await publish(kafka, settings.kafka.destinationsTopic, d.destinationId, d);
+  const secret = made.value.generatedSecret;
+  return done({ destination: listedDestination(d), ...(secret === undefined ? {} : { secret }) });
+}
+
+/** The destinations on the topic now, as listed (no header value, no secret): all, or `workspaceId`'s. Throws what Kafka throws. */
+export async function listDestinations(
+  settings: DestinationsSettings,
+  kafka: Kafka,
+  log: Logger,
+  workspaceId?: string,
+): Promise<ListedDestination[]> {
+  return [...(await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).values()]
+    .filter((d) => workspaceId === undefined || d.workspaceId === workspaceId)
+    .map(listedDestination);
+}
+
+/**
+ * Pauses (`paused: true`) or resumes a destination, updated `now`, acknowledged by every in-sync
+ * replica: the destination as listed. 404 as findDestination. Throws what Kafka throws.
+ */
+export async function setDestinationPaused(
+  settings: DestinationsSettings,
+  kafka: Kafka,
+  log: Logger,
+  destinationId: string,
+  paused: boolean,
+  workspaceId?: string,
+  now: Date = new Date(),
+): Promise<OpResult<ListedDestination>> {
+  const found = await findDestination(settings, kafka, log, destinationId, workspaceId);
+  if (!found.ok) return found;
+  const next = { ...found.value, paused, updatedAt: now.toISOString() };
+  await publish(kafka, settings.kafka.destinationsTopic, destinationId, next);
+  return done(listedDestination(next));
+}
+
+/** Removes a destination (a tombstone), acknowledged by every in-sync replica. 404 as findDestination. Throws what Kafka throws. */
+export async function removeDestination(
+  settings: DestinationsSettings,
+  kafka: Kafka,
+  log: Logger,
+  destinationId: string,
+  workspaceId?: string,
+): Promise<OpResult<{ removed: string }>> {
+  const found = await findDestination(settings, kafka, log, destinationId, workspaceId);
+  if (!found.ok) return found;
+  await publish(kafka, settings.kafka.destinationsTopic, destinationId, null);
+  return done({ removed: destinationId });
+}
+
+/** Runs `destinations <action> ...` (see the module comment): the functions above, their answers printed. */
 export async function destinationsCommand(
   args: string[],
   settings: DestinationsSettings,
@@ -215,25 +209,17 @@ export async function destinationsCommand(
   io: Output,
 ): Promise<number> {
   const [action, ...rest] = args;
-  const topic = settings.kafka.destinationsTopic;
   const usage = (error: string) => {
     io.err(`destinations: ${error}\n`);
     return 2;
   };
   if (action === "add") {
-    let made: ReturnType<typeof destinationOf>;
-    try {
-      made = destinationOf(rest, settings, new Date());
-    } catch (error) {
-      return usage((error as Error).message); // parseArgs: an unknown option or a missing value
-    }
-    if (!made.ok) return usage(made.error);
-    const refusal = await idTaken(made.destination, rest, settings, kafka, log);
-    if (refusal !== undefined) return usage(refusal);
-    await publish(kafka, topic, made.destination.destinationId, made.destination);
-    io.out(`${made.destination.destinationId}\n`);
-    if (made.generatedSecret !== undefined) {
-      io.out(`${made.generatedSecret}\n`);
+    const input = destinationInputOf(rest, settings.env);
+    const added = input.ok ? await addDestination(settings, kafka, log, input.value, new Date()) : input;
+    if (!added.ok) return usage(cliRefusal(added));
+    io.out(`${added.value.destination.destinationId}\n`);
+    if (added.value.secret !== undefined) {
+      io.out(`${added.value.secret}\n`);
       io.err("destinations: the shared secret above is shown only now\n");
     }
     return 0;
@@ -241,21 +227,16 @@ export async function destinationsCommand(
   if (action === "list") {
     const json = rest.includes("--json");
     const workspaceId = rest.find((a) => a !== "--json");
-    const all = [...(await readDestinations(kafka, topic, settings.kafka.clientId, log)).values()].filter(
-      (d) => workspaceId === undefined || d.workspaceId === workspaceId,
-    );
-    for (const d of all) io.out(json ? `${JSON.stringify({ ...listed(d), headers: Object.keys(d.headers) })}\n` : `${listLine(d)}\n`);
+    for (const d of await listDestinations(settings, kafka, log, workspaceId)) io.out(json ? `${JSON.stringify(d)}\n` : `${listLine(d)}\n`);
     return 0;
   }
   if ((action === "pause" || action === "resume" || action === "remove") && rest.length === 1) {
     const destinationId = rest[0]!;
-    const current = (await readDestinations(kafka, topic, settings.kafka.clientId, log)).get(destinationId);
-    if (current === undefined) {
-      io.err(`destinations: no destination ${destinationId}\n`);
-      return 1;
-    }
-    const next = action === "remove" ? null : { ...current, paused: action === "pause", updatedAt: new Date().toISOString() };
-    await publish(kafka, topic, destinationId, next);
+    const answer =
+      action === "remove"
+        ? await removeDestination(settings, kafka, log, destinationId)
+        : await setDestinationPaused(settings, kafka, log, destinationId, action === "pause");
+    if (!answer.ok) return (io.err(`destinations: ${answer.error}\n`), 1);
     io.err(`destinations: ${destinationId} ${action === "remove" ? "removed" : action === "pause" ? "paused" : "resumed"}\n`);
     return 0;
   }

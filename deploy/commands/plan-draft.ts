@@ -1,11 +1,12 @@
 /**
  * The thinking of `cli plans draft | diff | check` (deploy/commands/plans.ts): a plan drafted from
- * a workspace's catalog, the difference between two plans, and how stored events fare against a
- * plan. The draft's rules: each track event seen, and identify and group traits, page and screen
+ * a workspace's catalog, the difference between two plans, how stored events fare against a
+ * plan, and a refused plan's problems as one refusal naming the place of the first. The draft's rules: each track event seen, and identify and group traits, page and screen
  * properties each as one schema; every top-level key seen with the JSON types seen (one type, or
  * the list); a key is `required` when it arrived on at least REQUIRED_SHARE of its event's
  * messages; both modes `flag`, so a new plan reports before it refuses. Pure but checkStored.
  */
+import { done, refuse, type OpResult, type Refusal } from "../../schemas/admin/result";
 import type { EventCatalogRow, PropertyCatalogRow } from "../../schemas/clickhouse/catalog";
 import { serverVersion, type Sql } from "../../schemas/clickhouse/client";
 import type { ReplayPosition, ReplayRange } from "../../schemas/clickhouse/replay";
@@ -84,6 +85,45 @@ export function planDiff(current: TrackingPlan | undefined, next: PlanBody): str
     else if (!same(a, b)) lines.push(`~ ${type}`);
   }
   return lines;
+}
+
+/** Whether the JSON Pointer `pointer` (RFC 6901) names a value of `root`. */
+function resolves(root: unknown, pointer: string): boolean {
+  let at = root;
+  for (const token of pointer.slice(1).split("/")) {
+    const key = token.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (at === null || typeof at !== "object" || !Object.hasOwn(at, key)) return false;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return true;
+}
+
+/**
+ * The pointer a plan problem ("<pointer>: <what is wrong>", schemas/plans.ts planProblems) names,
+ * or undefined for a problem of the whole plan. A name may hold ": " itself, so of the readings the
+ * longest that names a value of `plan` is taken (else the shortest).
+ */
+export function problemPointer(problem: string, plan: unknown): string | undefined {
+  if (!problem.startsWith("/")) return undefined;
+  const readings = [...problem.matchAll(/: /g)].map((m) => problem.slice(0, m.index));
+  return [...readings].reverse().find((pointer) => resolves(plan, pointer)) ?? readings[0];
+}
+
+/**
+ * A refused plan's answer: a 400 whose sentence is `lead` and the problems, one an indented line,
+ * and whose field is the first problem's pointer after `fieldPrefix` (the plan's place in the input), when it names one.
+ */
+export function planRefusal(lead: string, problems: string[], plan: unknown, fieldPrefix = ""): Refusal {
+  const pointer = problems[0] === undefined ? undefined : problemPointer(problems[0], plan);
+  return refuse(400, `${lead}:\n${problems.map((p) => `  ${p}`).join("\n")}`, pointer === undefined ? undefined : fieldPrefix + pointer);
+}
+
+/** `from` and `to` (ISO 8601) as a range of ms, from before to; or the 400 naming the one at fault. Pure. */
+export function checkRange(from: string | undefined, to: string | undefined): OpResult<{ fromMs: number; toMs: number }> {
+  const [fromMs, toMs] = [Date.parse(from ?? ""), Date.parse(to ?? "")];
+  if (Number.isNaN(fromMs)) return refuse(400, "from: an ISO 8601 time", "from");
+  if (Number.isNaN(toMs)) return refuse(400, "to: an ISO 8601 time", "to");
+  return fromMs < toMs ? done({ fromMs, toMs }) : refuse(400, "to: after from", "to");
 }
 
 /** How many stored messages each outcome had, and the most frequent violations. */

@@ -9,21 +9,24 @@
  *                                how the stored events received in [from, to) fare against FILE or the plan in force
  *   remove <workspaceId>         no plan for the workspace
  * FILE holds `unplanned`, `violations`, `track` and optionally `identify`, `group`, `page`,
- * `screen`; `apply` adds the workspaceId, the next version and the time. Resolves with the exit
- * code: 0 done, 1 no plan where one is needed (or `check` found violations), 2 a usage error or a
- * refused plan. Throws what Kafka or ClickHouse throw.
+ * `screen`; `apply` adds the workspaceId, the next version and the time. Each action is also a
+ * function answering a value (draftPlanOf, showPlan, applyPlan, diffPlan, removePlan, checkPlan;
+ * schemas/admin/result.ts) that the admin API calls too, with the plan's body parsed. The command
+ * resolves with the exit code: 0 done, 1 no plan where one is needed (or `check` found
+ * violations), 2 a usage error or a refused plan. Throws what Kafka or ClickHouse throw.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
+import { done, refuse, type OpResult } from "../../schemas/admin/result";
 import type { Sql } from "../../schemas/clickhouse/client";
 import { followCompacted } from "../../schemas/kafka/follow";
 import { createProducer, sendWhole } from "../../schemas/kafka/producer";
 import { parsePlan, planProblems, type TrackingPlan } from "../../schemas/plans";
 import type { Output } from "./destinations";
 import { readCatalog } from "./catalog";
-import { checkStored, draftPlan, planDiff, type PlanBody } from "./plan-draft";
+import { checkRange, checkStored, draftPlan, planDiff, planRefusal, type CheckReport, type PlanBody } from "./plan-draft";
 
 const PUBLISH_DEADLINE_MS = 30_000;
 
@@ -38,6 +41,9 @@ export interface PlansContext {
   io: Output;
   now: () => Date;
 }
+
+/** What the operations need: the context but its output (the admin API has none). */
+export type PlansOpContext = Pick<PlansContext, "kafka" | "topic" | "clientId" | "sql" | "log" | "now">;
 
 /** The plan in force for `workspaceId`, or undefined. Throws what Kafka throws. */
 export async function readPlan(
@@ -59,7 +65,7 @@ export async function readPlan(
 }
 
 /** Writes `plan` (or null: removed) under its workspace, acknowledged by every in-sync replica. */
-async function publish(c: PlansContext, workspaceId: string, plan: TrackingPlan | null): Promise<void> {
+async function publish(c: Pick<PlansContext, "kafka" | "topic">, workspaceId: string, plan: TrackingPlan | null): Promise<void> {
   const producer = createProducer(c.kafka);
   await producer.connect();
   try {
@@ -93,25 +99,110 @@ export function planOf(workspaceId: string, body: PlanBody, version: number, now
   return { ...rest, workspaceId, version, createdAt: now.toISOString() } as TrackingPlan;
 }
 
-/** Runs `plans <action> ...` (see the module comment). */
+/** A body that is not a JSON object, refused (field `field`, when it is under one), or undefined. */
+function notObject(body: unknown, field?: string): OpResult<never> | undefined {
+  if (body !== null && typeof body === "object" && !Array.isArray(body)) return undefined;
+  return refuse(400, `${field ?? "the plan"}: not a JSON object`, field);
+}
+
+/** `body` as `workspaceId`'s next plan (the version after the one in force), or the 400 naming its problems; and the plan in force. */
+async function nextPlan(
+  c: PlansOpContext,
+  workspaceId: string,
+  body: unknown,
+): Promise<OpResult<{ current: TrackingPlan | undefined; next: TrackingPlan }>> {
+  const refused = notObject(body);
+  if (refused !== undefined) return refused;
+  const current = await readPlan(c, workspaceId);
+  const next = planOf(workspaceId, body as PlanBody, (current?.version ?? 0) + 1, c.now());
+  const problems = planProblems(next);
+  if (problems.length > 0) return planRefusal("the plan is refused, nothing applied", problems, next);
+  return done({ current, next });
+}
+
+/** A plan drafted from `workspaceId`'s catalog (plan-draft.ts draftPlan). Throws what ClickHouse throws. */
+export async function draftPlanOf(c: PlansOpContext, workspaceId: string): Promise<PlanBody> {
+  const { sql, database } = await c.sql();
+  return draftPlan(await readCatalog(sql, database, workspaceId));
+}
+
+/** The plan in force for `workspaceId`, with its version; 404 none. Throws what Kafka throws. */
+export async function showPlan(c: PlansOpContext, workspaceId: string): Promise<OpResult<TrackingPlan>> {
+  const plan = await readPlan(c, workspaceId);
+  return plan === undefined ? refuse(404, `${workspaceId} has no plan`) : done(plan);
+}
+
+/**
+ * Applies `body` (a plan body, parsed JSON) as `workspaceId`'s next version, acknowledged by every
+ * in-sync replica: the version and the plan. 400 it is not an object, or the plan's problems (the
+ * field the first one's JSON Pointer into the plan), nothing applied. Throws what Kafka throws.
+ */
+export async function applyPlan(
+  c: PlansOpContext,
+  workspaceId: string,
+  body: unknown,
+): Promise<OpResult<{ version: number; plan: TrackingPlan }>> {
+  const made = await nextPlan(c, workspaceId, body);
+  if (!made.ok) return made;
+  await publish(c, workspaceId, made.value.next);
+  return done({ version: made.value.next.version, plan: made.value.next });
+}
+
+/** What applying `body` would change against the plan in force, one line each (none: no change); 400 as applyPlan. Throws what Kafka throws. */
+export async function diffPlan(c: PlansOpContext, workspaceId: string, body: unknown): Promise<OpResult<{ lines: string[] }>> {
+  const made = await nextPlan(c, workspaceId, body);
+  return made.ok ? done({ lines: planDiff(made.value.current, made.value.next) }) : made;
+}
+
+/** No plan for `workspaceId` (a tombstone, whether it had one or not), acknowledged by every in-sync replica. Throws what Kafka throws. */
+export async function removePlan(c: PlansOpContext, workspaceId: string): Promise<OpResult<{ removed: string }>> {
+  await publish(c, workspaceId, null);
+  return done({ removed: workspaceId });
+}
+
+/**
+ * How the stored events of `workspaceId` received in [from, to) (ISO 8601) fare against `plan`
+ * (a plan body, parsed JSON) or, without one, the plan in force. 400 the range (field `from` or
+ * `to`), `plan` not an object or its problems (field `plan` and the first one's pointer); 404 no
+ * plan given and none in force. Throws what Kafka or ClickHouse throw.
+ */
+export async function checkPlan(
+  c: PlansOpContext,
+  workspaceId: string,
+  input: { from: string; to: string; plan?: unknown },
+): Promise<OpResult<CheckReport>> {
+  const range = checkRange(input.from, input.to);
+  if (!range.ok) return range;
+  let plan: TrackingPlan | undefined;
+  if (input.plan !== undefined) {
+    const refused = notObject(input.plan, "plan");
+    if (refused !== undefined) return refused;
+    plan = planOf(workspaceId, input.plan as PlanBody, 1, c.now());
+    const problems = planProblems(plan);
+    if (problems.length > 0) return planRefusal("the plan is refused", problems, plan, "plan");
+  } else plan = await readPlan(c, workspaceId);
+  if (plan === undefined) return refuse(404, `${workspaceId} has no plan`);
+  const { sql, database, table } = await c.sql();
+  return done(await checkStored(sql, { database, table }, { workspaceId, ...range.value }, plan));
+}
+
+/** Runs `plans <action> ...` (see the module comment): the functions above, their answers printed. */
 export async function plansCommand(args: string[], c: PlansContext): Promise<number> {
   const [action, workspaceId, file] = args;
   const usage = (text: string) => (c.io.err(`plans: ${text}\n`), 2);
   if (!workspaceId) return usage("plans draft|apply|show|diff|check|remove <workspaceId> ...");
   switch (action) {
-    case "draft": {
-      const { sql, database } = await c.sql();
-      c.io.out(`${JSON.stringify(draftPlan(await readCatalog(sql, database, workspaceId)), null, 2)}\n`);
+    case "draft":
+      c.io.out(`${JSON.stringify(await draftPlanOf(c, workspaceId), null, 2)}\n`);
       return 0;
-    }
     case "show": {
-      const plan = await readPlan(c, workspaceId);
-      if (plan === undefined) return (c.io.err(`plans: ${workspaceId} has no plan\n`), 1);
-      c.io.out(`${JSON.stringify(plan, null, 2)}\n`);
+      const shown = await showPlan(c, workspaceId);
+      if (!shown.ok) return (c.io.err(`plans: ${shown.error}\n`), 1);
+      c.io.out(`${JSON.stringify(shown.value, null, 2)}\n`);
       return 0;
     }
     case "remove":
-      await publish(c, workspaceId, null);
+      await removePlan(c, workspaceId);
       c.io.out(`removed\n`);
       return 0;
     case "apply":
@@ -119,16 +210,15 @@ export async function plansCommand(args: string[], c: PlansContext): Promise<num
       if (!file || args.length !== 3) return usage(`${action} <workspaceId> FILE`);
       const read = readBody(file);
       if (!read.ok) return usage(read.error);
-      const current = await readPlan(c, workspaceId);
-      const next = planOf(workspaceId, read.body, (current?.version ?? 0) + 1, c.now());
-      const problems = planProblems(next);
-      if (problems.length > 0) return usage(`the plan is refused, nothing applied:\n${problems.map((p) => `  ${p}`).join("\n")}`);
       if (action === "diff") {
-        c.io.out(`${planDiff(current, next).join("\n") || "no change"}\n`);
+        const diff = await diffPlan(c, workspaceId, read.body);
+        if (!diff.ok) return usage(diff.error);
+        c.io.out(`${diff.value.lines.join("\n") || "no change"}\n`);
         return 0;
       }
-      await publish(c, workspaceId, next);
-      c.io.out(`applied version ${next.version}\n`);
+      const applied = await applyPlan(c, workspaceId, read.body);
+      if (!applied.ok) return usage(applied.error);
+      c.io.out(`applied version ${applied.value.version}\n`);
       return 0;
     }
     case "check":
@@ -138,8 +228,9 @@ export async function plansCommand(args: string[], c: PlansContext): Promise<num
   }
 }
 
-/** `check <workspaceId> --from --to [--plan FILE]`. */
+/** `check <workspaceId> --from --to [--plan FILE]`: checkPlan, FILE read first. */
 async function check(workspaceId: string, args: string[], c: PlansContext): Promise<number> {
+  const fail = (text: string, code = 2) => (c.io.err(`plans check: ${text}\n`), code);
   let values;
   try {
     ({ values } = parseArgs({
@@ -148,23 +239,21 @@ async function check(workspaceId: string, args: string[], c: PlansContext): Prom
       options: { from: { type: "string" }, to: { type: "string" }, plan: { type: "string" } },
     }));
   } catch (e) {
-    return (c.io.err(`plans check: ${(e as Error).message}\n`), 2);
+    return fail((e as Error).message);
   }
-  const fromMs = Date.parse(values.from ?? "");
-  const toMs = Date.parse(values.to ?? "");
-  if (Number.isNaN(fromMs) || Number.isNaN(toMs) || fromMs >= toMs)
-    return (c.io.err("plans check: --from and --to: ISO 8601 times, from before to\n"), 2);
-  let plan: TrackingPlan | undefined;
+  const RANGE = "--from and --to: ISO 8601 times, from before to";
+  if (!checkRange(values.from, values.to).ok) return fail(RANGE);
+  let plan: unknown;
   if (values.plan !== undefined) {
     const read = readBody(values.plan);
-    if (!read.ok) return (c.io.err(`plans check: ${read.error}\n`), 2);
-    plan = planOf(workspaceId, read.body, 1, c.now());
-    const problems = planProblems(plan);
-    if (problems.length > 0) return (c.io.err(`plans check: the plan is refused:\n${problems.map((p) => `  ${p}`).join("\n")}\n`), 2);
-  } else plan = await readPlan(c, workspaceId);
-  if (plan === undefined) return (c.io.err(`plans: ${workspaceId} has no plan (give one with --plan FILE)\n`), 1);
-  const { sql, database, table } = await c.sql();
-  const report = await checkStored(sql, { database, table }, { workspaceId, fromMs, toMs }, plan);
-  c.io.out(report.text);
-  return report.violating === 0 ? 0 : 1;
+    if (!read.ok) return fail(read.error);
+    plan = read.body;
+  }
+  const checked = await checkPlan(c, workspaceId, { from: values.from!, to: values.to!, ...(plan === undefined ? {} : { plan }) });
+  if (checked.ok) {
+    c.io.out(checked.value.text);
+    return checked.value.violating === 0 ? 0 : 1;
+  }
+  if (checked.status === 404) return (c.io.err(`plans: ${checked.error} (give one with --plan FILE)\n`), 1);
+  return fail(checked.field === "from" || checked.field === "to" ? RANGE : checked.error);
 }

@@ -69,7 +69,7 @@ node dist/sink/main.js &
 SINK_PID=$!
 node dist/sink/deliver/main.js &
 DELIVER_PID=$!
-node dist/ingest/main.js &
+node dist/deploy/cli.js ingest &
 INGEST_PID=$!
 
 BASE="http://$INGEST_HOST:$INGEST_PORT"
@@ -86,6 +86,7 @@ curl -fsS "$BASE/readyz" >/dev/null || { echo "start: ingest not ready after 30 
 FIRST="${WRITE_KEYS%%,*}"
 KEY="${FIRST%=*}"
 echo "start: live events on http://$METRICS_HOST:$INGEST_METRICS_PORT/live (workspace ${FIRST##*=}, the token in ADMIN_TOKEN)"
+echo "start: admin pages on http://$METRICS_HOST:$INGEST_METRICS_PORT/admin, the API's document at /admin/v1/openapi.json (the token in ADMIN_TOKEN; docs/ADMIN.md)"
 echo "start: webhook destinations: node dist/deploy/cli.js destinations add ${FIRST##*=} webhook <url> (docs/DESTINATIONS.md)"
 echo "ready: ingest on $BASE, sink writing to ${CLICKHOUSE_DATABASE:-default}.${CLICKHOUSE_TABLE:-events} - try: curl -i $BASE/api/public/apps/identify -u '$KEY:' -H 'Content-Type: application/json' -d '{\"messageId\":\"m-1\",\"userId\":\"u-1\",\"traits\":{\"plan\":\"pro\"}}'"
 

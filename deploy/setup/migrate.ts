@@ -11,6 +11,7 @@
  * of schemas/clickhouse/; a cluster starts with the current layout (nothing to move).
  */
 import { deliveryFailuresDdl } from "../../schemas/clickhouse/deliveries";
+import { auditTableDdl } from "../../schemas/clickhouse/audit";
 import { type Dialect, dialectFor, storageName, quoteIdent, quoteString, columnsQuery, onCluster } from "../../schemas/clickhouse/sql";
 import { type ClickHouseConfig } from "../../schemas/config";
 import {
@@ -88,6 +89,7 @@ export async function migrate(sql: Sql, config: ClickHouseConfig): Promise<Migra
     await sql.command(query);
   for (const query of privacyTableDdl(database, cluster)) await sql.command(query);
   for (const query of deliveryFailuresDdl(dialect, database, cluster)) await sql.command(query);
+  for (const query of auditTableDdl(dialect, database, cluster)) await sql.command(query);
   for (const query of viewsDdl(dialect, database, table, owned.ours, cluster)) await sql.command(query);
   if (owned.usersIsView) await sql.command(`DROP TABLE ${quoteIdent(database)}.${quoteIdent(USERS_TABLE)}`);
   const { retentionDays } = config;

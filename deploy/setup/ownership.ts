@@ -28,6 +28,7 @@ import {
 import { MIGRATIONS_TABLE, PRIVACY_TABLE, REJECTED_TABLE, reservedTableNames } from "../../schemas/clickhouse/tables";
 import { EVENTS_SORTING_KEY } from "../../schemas/clickhouse/events";
 import { DELIVERY_FAILURES_TABLE } from "../../schemas/clickhouse/deliveries";
+import { AUDIT_SORTING_KEY, AUDIT_TABLE } from "../../schemas/clickhouse/audit";
 import { quoteString, storageName } from "../../schemas/clickhouse/sql";
 
 /**
@@ -69,7 +70,7 @@ export function clusterObjectNames(table: string, cluster: string): string[] {
 export function classifyExisting(rows: readonly TableRow[], database: string, table: string, cluster?: string): Ownership {
   const views = new Set(viewNames());
   const reserved = new Set(cluster === undefined ? reservedTableNames() : clusterObjectNames(table, cluster));
-  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, CATALOG_TABLE, DELIVERY_FAILURES_TABLE, table];
+  const fronts = [USERS_TABLE, IDENTITIES_TABLE, REJECTED_TABLE, PRIVACY_TABLE, CATALOG_TABLE, DELIVERY_FAILURES_TABLE, AUDIT_TABLE, table];
   const feedTargets: Record<string, string> = { [USERS_MV]: USERS_TABLE, [IDENTITIES_MV]: IDENTITIES_TABLE, [CATALOG_MV]: CATALOG_TABLE };
   const local = (name: string) => storageName(name, cluster);
   const ours = new Set<string>();
@@ -108,6 +109,7 @@ export function classifyExisting(rows: readonly TableRow[], database: string, ta
     else if (name === table) mine = engine === "ReplacingMergeTree" && key === EVENTS_SORTING_KEY;
     else if (name === PRIVACY_TABLE) mine = engine === "MergeTree" && key === "workspace_id,requested_at,request_id";
     else if (name === DELIVERY_FAILURES_TABLE) mine = engine === "ReplacingMergeTree" && key === "destination_id,message_id";
+    else if (name === AUDIT_TABLE) mine = engine === "MergeTree" && key === AUDIT_SORTING_KEY;
     else mine = name === MIGRATIONS_TABLE && engine === "MergeTree" && key === "step";
     if (mine) ours.add(row.name);
     else conflicts.push(`${database}.${row.name} (${row.engine})`);

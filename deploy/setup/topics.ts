@@ -79,8 +79,8 @@ export async function ensureTopics(
         replicationFactor,
         configEntries: [...configEntries, ...retention(retentionMs)],
       })),
-      // one record per user (per destination, per workspace's plan), the latest kept for ever: every process reads it whole at start
-      ...[config.suppressionsTopic, config.destinationsTopic, config.plansTopic].map((topic) => ({
+      // one record per user (per destination, per workspace's plan, per admin thing), the latest kept for ever: every process reads it whole at start
+      ...[config.suppressionsTopic, config.destinationsTopic, config.plansTopic, config.adminTopic].map((topic) => ({
         topic,
         numPartitions: 1,
         replicationFactor,

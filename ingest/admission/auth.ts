@@ -67,6 +67,7 @@ function nonEmpty(text: string): string | undefined {
  */
 export class WriteKeys {
   private byDigest = new Map<string, string>();
+  private readonly used = new Set<string>();
 
   constructor(entries: readonly WriteKeyEntry[]) {
     this.replace(entries);
@@ -82,9 +83,19 @@ export class WriteKeys {
     return this.byDigest.size;
   }
 
-  /** The workspaceId of a key, or undefined when it is not configured. */
+  /** The workspaceId of a key, or undefined when it is not configured. Notes when a known key was used (takeUsed). */
   workspaceOf(writeKey: string): string | undefined {
-    return this.byDigest.get(sha256(writeKey));
+    const digest = sha256(writeKey);
+    const workspaceId = this.byDigest.get(digest);
+    if (workspaceId !== undefined) this.used.add(digest);
+    return workspaceId;
+  }
+
+  /** The digests of the keys used since the last call (the admin topic's `key-used` records: ingest/admission/key-usage.ts). */
+  takeUsed(): string[] {
+    const used = [...this.used];
+    this.used.clear();
+    return used;
   }
 
   /**

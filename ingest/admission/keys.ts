@@ -10,6 +10,7 @@ import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFile
 import type { Logger } from "pino";
 import typia, { tags } from "typia";
 import type { Name } from "../../schemas/config";
+import type { KeyRecord } from "../../schemas/admin/records";
 
 /** One accepted writeKey, held only as its SHA-256, and the workspace it belongs to. */
 export interface WriteKeyEntry {
@@ -43,6 +44,23 @@ export function parseKeysFile(text: string): WriteKeyEntry[] {
     .map((l) => l.trim())
     .filter((l) => l !== "" && !l.startsWith("#"));
   return typia.assert<WriteKeyEntry[]>(parseWriteKeys(lines));
+}
+
+/**
+ * The keys an ingest accepts: those of WRITE_KEYS and the keys file (`configured`), and those
+ * created through the admin API or CLI (the admin topic's `records`), less every key the topic
+ * says is revoked, wherever it came from: a revoke must take effect without a redeploy, so it
+ * wins over the file (docs/ADMIN.md). A digest in both is one key. Pure.
+ */
+export function acceptedKeys(configured: readonly WriteKeyEntry[], records: Iterable<KeyRecord>): WriteKeyEntry[] {
+  const revoked = new Set<string>();
+  const accepted = new Map<string, WriteKeyEntry>();
+  for (const r of records) {
+    if (r.revokedAt !== undefined) revoked.add(r.sha256);
+    else accepted.set(r.sha256, { sha256: r.sha256, workspaceId: r.workspaceId });
+  }
+  for (const e of configured) if (!accepted.has(e.sha256)) accepted.set(e.sha256, e);
+  return [...accepted.values()].filter((e) => !revoked.has(e.sha256));
 }
 
 /** Lower-case hex SHA-256 of a key's UTF-8 bytes. */

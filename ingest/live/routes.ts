@@ -7,21 +7,23 @@
  *                            `dropped` events counting items a slow viewer missed
  *   GET /live/recent         JSON `{ items: LiveItem[] }`, newest first (receivedAt), at most RECENT_MAX
  *   GET /live/workspaces     JSON `{ workspaces: string[] }`, those of the configured write keys
- * Every route but the page needs `Authorization: Bearer <ADMIN_TOKEN>` (401 otherwise; every
- * request is refused while ADMIN_TOKEN is unset); /live/events and /live/recent need
- * `workspaceId` (400) and take the filters `type`, `event`, `userId`, `anonymousId`. At most
+ * Every route but the page needs an admin token (ingest/http/admin.ts adminGuard: 401 without
+ * one; every request is refused while ADMIN_TOKEN is unset); a workspace token sees only its own
+ * workspace (403 for another's; /live/workspaces lists only its own); /live/events and
+ * /live/recent need `workspaceId` (400) and take the filters `type`, `event`, `userId`, `anonymousId`. At most
  * LIVE_MAX_VIEWERS streams and LIVE_MAX_RECENT /live/recent calls at once per process; past
  * either, 503 with Retry-After (issue 46 row 6). A viewer whose connection holds more than
  * VIEWER_BUFFER_BYTES unsent is skipped, not buffered for: its next event says how many it missed.
  * Items arrive from the tail's worker as server-sent events ready to write, several at a time,
  * and are written as they are (nothing is parsed or serialised here, on the public API's loop).
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import Router from "@koa/router";
 import { createSession } from "better-sse";
 import type Koa from "koa";
 import type { Logger } from "pino";
 import type { IngestMetrics } from "../metrics";
+import type { AdminGuard } from "../http/admin";
+import { mayAccess, type Principal } from "../admission/tokens";
 import type { LiveFilter } from "./items";
 import { PAGE_HTML, PAGE_SCRIPT } from "./page";
 import type { LiveThread } from "./thread";
@@ -40,8 +42,8 @@ export const RETRY_AFTER_SECONDS = { recent: 1, viewers: 5 };
 export interface LiveDeps {
   /** The tail's worker (or, in unit tests, anything with its three members). */
   tail: Pick<LiveThread, "acquire" | "watch" | "recent">;
-  /** ADMIN_TOKEN; unset refuses every request. */
-  adminToken?: string;
+  /** Who a request is (ingest/http/admin.ts adminGuard); it answers 401 or 429 itself. */
+  guard: AdminGuard;
   /** Streams open at once in this process (LIVE_MAX_VIEWERS). */
   maxViewers: number;
   /** /live/recent calls served at once in this process (LIVE_MAX_RECENT). */
@@ -55,7 +57,7 @@ export interface LiveDeps {
 /** The routes above, on a router for the admin app. */
 export function liveRouter(deps: LiveDeps): Router {
   const router = new Router();
-  const authorized = authorizer(deps.adminToken);
+  const authorized = deps.guard;
   router.get("/live", (ctx) => {
     ctx.type = "text/html; charset=utf-8";
     ctx.set(
@@ -71,39 +73,22 @@ export function liveRouter(deps: LiveDeps): Router {
     ctx.body = PAGE_SCRIPT;
   });
   router.get("/live/workspaces", (ctx) => {
-    if (!authorized(ctx)) return;
-    ctx.body = { workspaces: [...new Set(deps.workspaces())].sort() };
+    const principal = authorized(ctx);
+    if (principal === undefined) return;
+    ctx.body = { workspaces: [...new Set(deps.workspaces())].filter((w) => mayAccess(principal, w)).sort() };
   });
   router.get("/live/recent", recentRoute(deps, authorized));
   router.get("/live/events", eventsRoute(deps, authorized));
   return router;
 }
 
-/**
- * Whether a request carries `Bearer <adminToken>` (compared as SHA-256 digests in constant time);
- * if not, answers 401 with WWW-Authenticate. An unset token refuses every request.
- */
-function authorizer(adminToken: string | undefined): (ctx: Koa.Context) => boolean {
-  const token = adminToken === undefined ? undefined : digest(adminToken);
-  return (ctx) => {
-    const given = /^Bearer (.+)$/.exec(ctx.get("Authorization"))?.[1];
-    if (token !== undefined && given !== undefined && timingSafeEqual(digest(given), token)) return true;
-    ctx.status = 401;
-    ctx.set("WWW-Authenticate", 'Bearer realm="live"');
-    ctx.body = {
-      error: "unauthorized",
-      message: token === undefined ? "the live view is off: set ADMIN_TOKEN" : "send Authorization: Bearer <ADMIN_TOKEN>",
-    };
-    return false;
-  };
-}
-
 /** GET /live/recent: the worker's recent items of a workspace, at most `maxRecent` calls at once (503 past it). */
-function recentRoute(deps: LiveDeps, authorized: (ctx: Koa.Context) => boolean): (ctx: Koa.Context) => Promise<void> {
+function recentRoute(deps: LiveDeps, authorized: AdminGuard): (ctx: Koa.Context) => Promise<void> {
   let recentCalls = 0;
   return async (ctx) => {
-    if (!authorized(ctx)) return;
-    const filter = filterOf(ctx);
+    const principal = authorized(ctx);
+    if (principal === undefined) return;
+    const filter = filterOf(ctx, principal);
     if (filter === undefined) return;
     if (recentCalls >= deps.maxRecent) {
       ctx.status = 503;
@@ -134,11 +119,12 @@ function recentRoute(deps: LiveDeps, authorized: (ctx: Koa.Context) => boolean):
  * once (503 past it); a viewer holding more than VIEWER_BUFFER_BYTES unsent is skipped and told
  * how many it missed.
  */
-function eventsRoute(deps: LiveDeps, authorized: (ctx: Koa.Context) => boolean): (ctx: Koa.Context) => Promise<void> {
+function eventsRoute(deps: LiveDeps, authorized: AdminGuard): (ctx: Koa.Context) => Promise<void> {
   let viewers = 0;
   return async (ctx) => {
-    if (!authorized(ctx)) return;
-    const filter = filterOf(ctx);
+    const principal = authorized(ctx);
+    if (principal === undefined) return;
+    const filter = filterOf(ctx, principal);
     if (filter === undefined) return;
     if (viewers >= deps.maxViewers) {
       ctx.status = 503;
@@ -195,8 +181,11 @@ function eventsRoute(deps: LiveDeps, authorized: (ctx: Koa.Context) => boolean):
   };
 }
 
-/** The filter of a request; answers 400 and returns undefined without a workspaceId. */
-function filterOf(ctx: Koa.Context): LiveFilter | undefined {
+/**
+ * The filter of a request; answers 400 and returns undefined without a workspaceId, 403 when the
+ * token is another workspace's.
+ */
+function filterOf(ctx: Koa.Context, principal: Principal): LiveFilter | undefined {
   const one = (name: string): string | undefined => {
     const value = ctx.query[name];
     const text = Array.isArray(value) ? value[0] : value;
@@ -208,14 +197,15 @@ function filterOf(ctx: Koa.Context): LiveFilter | undefined {
     ctx.body = { error: "invalid_request", message: "workspaceId is required", fields: ["workspaceId"] };
     return undefined;
   }
+  if (!mayAccess(principal, workspaceId)) {
+    ctx.status = 403;
+    ctx.body = { error: "forbidden", message: "this token is another workspace's" };
+    return undefined;
+  }
   const filter: LiveFilter = { workspaceId };
   for (const name of ["type", "event", "userId", "anonymousId"] as const) {
     const value = one(name);
     if (value !== undefined) filter[name] = value;
   }
   return filter;
-}
-
-function digest(text: string): Buffer {
-  return createHash("sha256").update(text, "utf8").digest();
 }

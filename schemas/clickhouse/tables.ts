@@ -8,6 +8,7 @@ import { Dialect, SHARDING_KEYS, TYPES, distributedDdl, engine, onCluster, quote
 import { IDENTITIES_MV, IDENTITIES_TABLE, USERS_MV, USERS_TABLE, aggregateRetentionTtl, viewNames } from "./analyst";
 import { CATALOG_MV, CATALOG_TABLE, EVENT_CATALOG_VIEW, PROPERTY_CATALOG_VIEW } from "./catalog";
 import { DELIVERY_FAILURES_TABLE } from "./deliveries";
+import { AUDIT_TABLE } from "./audit";
 
 /** Steps of setup that ran to the end (backfills), so a crashed one is run again. */
 export const MIGRATIONS_TABLE = "schema_migrations";
@@ -217,11 +218,12 @@ export const DISTRIBUTED_TABLES = [
   PRIVACY_TABLE,
   CATALOG_TABLE,
   DELIVERY_FAILURES_TABLE,
+  AUDIT_TABLE,
 ] as const;
 
 /**
  * Names migrate creates beside the events table: views, users, identities, the catalogs, their
- * feeds, rejected_messages, schema_migrations, privacy_requests, delivery_failures; on a cluster also
+ * feeds, rejected_messages, schema_migrations, privacy_requests, delivery_failures, admin_audit; on a cluster also
  * the `_local` tables under the Distributed ones (DISTRIBUTED_TABLES).
  */
 export function reservedTableNames(cluster?: string): string[] {
@@ -240,6 +242,7 @@ export function reservedTableNames(cluster?: string): string[] {
     MIGRATIONS_TABLE,
     PRIVACY_TABLE,
     DELIVERY_FAILURES_TABLE,
+    AUDIT_TABLE,
     ...locals,
   ];
 }

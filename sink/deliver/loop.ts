@@ -38,6 +38,7 @@ import { answerClass, type DeliverMetrics } from "./metrics";
 import { postJson, type PostSettings } from "./post";
 import { planRequests, requestOf, suppressed, type PlannedRequest } from "./request";
 import { beat, HEARTBEAT_MS, Interrupted, retryWait } from "./wait";
+import type { Outcome } from "./window";
 
 /** What every destination's loop shares. */
 export interface LoopDeps {
@@ -132,6 +133,7 @@ export class DestinationLoop {
     this.keeper = reconnectOnCrash(consumer, begin, this.deps.reconnect ?? RECONNECT_BACKOFF, this.deps.log, `destination ${this.id}`);
     await consumer.connect();
     await begin();
+    this.deps.metrics.recent.running(this.id, this.workspaceId);
   }
 
   /** Stops consuming (and reconnecting); a request under way is given up uncommitted (sent again later). */
@@ -143,6 +145,7 @@ export class DestinationLoop {
     await this.consumer?.disconnect();
     this.deps.metrics.running.set({ destination: this.id }, 0);
     this.deps.metrics.oldestWaiting.set({ destination: this.id }, 0);
+    this.deps.metrics.recent.stopped(this.id);
   }
 
   /** Sets the group's offsets to the destination's creation time when the group has none. */
@@ -198,7 +201,7 @@ export class DestinationLoop {
         report("delivered");
         const now = Date.now();
         for (const m of messages) this.deps.metrics.latency.observe({ destination: this.id }, (now - Date.parse(m.receivedAt)) / 1000);
-        this.deps.metrics.messages.inc({ destination: this.id, outcome: "delivered" }, messages.length);
+        this.counted("delivered", messages.length);
         return;
       }
       const delay = verdict.outcome === "retry" ? retryDelayMs(attempt, verdict.retryAfterMs) : 0;
@@ -210,7 +213,7 @@ export class DestinationLoop {
         return;
       }
       report("retry");
-      this.deps.metrics.messages.inc({ destination: this.id, outcome: "retried" }, messages.length);
+      this.counted("retried", messages.length);
       this.deps.log.debug({ destination: this.id, attempt, delay, reason: verdict.reason }, "delivery will be tried again");
       await retryWait(delay, { live, heartbeat, signal: this.abort.signal, tick: () => this.showOldest() });
     }
@@ -250,12 +253,19 @@ export class DestinationLoop {
       if (this.abort.signal.aborted) throw new Interrupted("the loop stopped before the failures were kept", { cause: error });
       throw error;
     }
-    this.deps.metrics.messages.inc({ destination: this.id, outcome: "failed" }, messages.length);
+    this.counted("failed", messages.length);
     this.deps.log.warn({ destination: this.id, messages: messages.length, status: f.status, reason: f.reason }, "delivery failed: kept");
+  }
+
+  /** Counts `n` messages of `outcome`: the process's totals, and the last minutes its health reports tell (sink/deliver/window.ts). */
+  private counted(outcome: Outcome, n: number): void {
+    this.deps.metrics.messages.inc({ destination: this.id, outcome }, n);
+    this.deps.metrics.recent.count(this.id, outcome, n, Date.now());
   }
 
   private showOldest(): void {
     const oldest = Math.min(...this.waiting.values());
     this.deps.metrics.oldestWaiting.set({ destination: this.id }, Number.isFinite(oldest) ? (Date.now() - oldest) / 1000 : 0);
+    this.deps.metrics.recent.waitingSince(this.id, Number.isFinite(oldest) ? oldest : undefined);
   }
 }

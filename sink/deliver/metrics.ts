@@ -1,9 +1,11 @@
 /**
  * Prometheus metrics of the delivery process (prom-client), on its own registry. Names follow
  * `deliver_<noun>_<unit>`; the destination id is the only label beside a bounded outcome or
- * reason: never a workspace's user, a URL or a header.
+ * reason: never a workspace's user, a URL or a header. Beside them, `recent`: each destination's
+ * last 15 minutes for its health reports (sink/deliver/window.ts), which process totals cannot tell.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { RecentDeliveries } from "./window";
 
 /** The delivery process's metrics. */
 export interface DeliverMetrics {
@@ -24,6 +26,8 @@ export interface DeliverMetrics {
   running: Gauge<"destination">;
   /** Reports of attempts the live view will not show: too many writes under way, or Kafka refused them. */
   reportsDropped: Counter;
+  /** Each destination's outcomes by minute and its oldest waiting message, for its health reports (not exported to Prometheus). */
+  recent: RecentDeliveries;
 }
 
 /** Registers the metrics on a new registry, with Node's default process metrics. */
@@ -82,6 +86,7 @@ export function deliverMetrics(): DeliverMetrics {
       help: "Reports of attempts not written for the live view",
       registers,
     }),
+    recent: new RecentDeliveries(),
   };
 }
 

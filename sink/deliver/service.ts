@@ -2,6 +2,7 @@
  * The delivery process: follows the destinations topic and runs one DestinationLoop per active
  * destination (sink/deliver/loop.ts), keeps what destinations refuse in ClickHouse
  * (`delivery_failures`), follows the suppressions topic so a deleted user's events are not sent,
+ * reports each destination's health to the admin topic every 30 s (sink/deliver/health.ts),
  * and answers /healthz, /readyz and /metrics. A change of a destination (added, paused, resumed,
  * changed, removed) is applied as the follower reads it, one change at a time per destination
  * (sink/deliver/destinations.ts: a loop registered once started, a failed start retried).
@@ -24,6 +25,7 @@ import { PrivacyList } from "../../schemas/privacy/list";
 import { retry } from "../../schemas/runtime/retry";
 import type { DeliverConfig } from "./config";
 import { Destinations } from "./destinations";
+import { startHealth } from "./health";
 import { DestinationLoop, groupIdOf, type LoopDeps } from "./loop";
 import { deliverMetrics, type DeliverMetrics } from "./metrics";
 import { closeConnections } from "./post";
@@ -107,13 +109,10 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
     backoff: { minMs: 1_000, maxMs: 30_000 },
     log,
   });
-  const label = {
-    topic: config.kafka.destinationsTopic,
-    groupPrefix: `${config.kafka.clientId}-deliver-destinations`,
-    label: "destinations",
-    log,
-  };
+  const groupPrefix = `${config.kafka.clientId}-deliver-destinations`;
+  const label = { topic: config.kafka.destinationsTopic, groupPrefix, label: "destinations", log };
   const following: Following = await followCompacted(kafka, label, (key, value) => destinations.applyRecord(key, value));
+  const health = startHealth(producer, config.kafka.adminTopic, metrics.recent, log);
   const http: Server = createServer(healthApp(metrics, () => !stopping.signal.aborted).callback());
   http.listen(config.httpPort, config.httpHost);
   await once(http, "listening");
@@ -127,6 +126,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
       await destinations.stopAll();
       await suppressions.stop();
       await reports.stop();
+      await health.stop(); // after the loops: no report of a destination follows its tombstone
       await producer.disconnect();
       closeConnections();
       http.close();

@@ -144,7 +144,8 @@ interface Names {
     | "KAFKA_SUPPRESSIONS_TOPIC"
     | "KAFKA_DESTINATIONS_TOPIC"
     | "KAFKA_DELIVERIES_TOPIC"
-    | "KAFKA_PLANS_TOPIC",
+    | "KAFKA_PLANS_TOPIC"
+    | "KAFKA_ADMIN_TOPIC",
     string
   >;
   database: string;
@@ -166,6 +167,7 @@ function newNames(): Names {
       // The delivery's reports of attempts for the live view (read by processes that know it).
       KAFKA_DELIVERIES_TOPIC: `k8s-boot-deliveries-${id}`,
       KAFKA_PLANS_TOPIC: `k8s-boot-plans-${id}`,
+      KAFKA_ADMIN_TOPIC: `k8s-boot-admin-${id}`,
     },
     database: `k8s_boot_${id}`,
     group: `k8s-boot-sink-${id}`,
@@ -417,6 +419,30 @@ async function oneEventLands(ingest: Running, database: string, table: string): 
 
 const show = (line: string) => console.log(`  ${line}`);
 
+/**
+ * The admin API of the rendered ingest, with the Secrets it renders (ADMIN_TOKEN, ClickHouse's
+ * user): a key created through it is accepted, and the change is in the audit trail.
+ */
+async function adminApiWorks(ingest: Running): Promise<void> {
+  const admin = `http://127.0.0.1:${ingest.launch.named.metrics}/admin/v1`;
+  const headers = { authorization: `Bearer ${TEST_SECRETS["segment-ingest-admin"]!.ADMIN_TOKEN}` };
+  const made = await fetch(`${admin}/workspaces/${WORKSPACE}/keys`, { method: "POST", headers });
+  assert.is(made.status, 201, `${ingest.launch.label}: POST .../keys answered ${made.status}: ${await made.clone().text()}`);
+  const { writeKey } = (await made.json()) as { writeKey: string };
+  const track = () =>
+    fetch(`http://127.0.0.1:${ingest.launch.named.http}/v1/track`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: basic(writeKey) },
+      body: JSON.stringify({ messageId: randomUUID(), userId: "k8s-boot-user", event: "Keyed by the API" }),
+    });
+  await until("the API's key accepted", 15_000, async () => ((await track()).status === 200 ? true : undefined));
+  await until("the key's creation audited", 15_000, async () => {
+    const audit = await fetch(`${admin}/audit?action=keys.create`, { headers });
+    const { entries } = (await audit.json()) as { entries?: { workspace_id: string }[] };
+    return entries?.some((e) => e.workspace_id === WORKSPACE) ? true : undefined;
+  });
+}
+
 /** Runs `argv` with `env` to its end; resolves with its exit code and output. */
 function runToEnd(argv: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -576,6 +602,8 @@ for (const dir of kustomizations(ROOT).filter((d) => render(ROOT, d).some((o) =>
       for (const ingest of services.filter((r) => r.launch.command === "ingest")) {
         await oneEventLands(ingest, names.database, ingest.launch.env.CLICKHOUSE_TABLE ?? "events");
         show(`OK   an event posted to ${ingest.launch.label} landed in ClickHouse`);
+        await adminApiWorks(ingest);
+        show(`OK   a key created through ${ingest.launch.label}'s admin API was accepted, and audited`);
         // Its memory settings hold under refused-item batches: alive, under its limit, still serving.
         const limit = ingest.launch.memoryLimitMb;
         assert.ok(limit, `${ingest.launch.label} has a memory limit`);

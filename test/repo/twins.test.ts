@@ -15,6 +15,8 @@ import { ROOT } from "../support/paths";
 
 /** Source files without a twin of their own, and where they are tested instead. */
 const NO_TWIN: Record<string, string> = {
+  "deploy/admin/extension.ts":
+    "wiring of real clients (ClickHouse, the regulation runner's timer): every call of test/live/admin-api.test.ts",
   "schemas/runtime/signals.ts": "process signals and exits: every stop of test/live/stop.test.ts (the sink) and test/live/deliver.test.ts",
   "deploy/commands/plans.ts": "plans draft | apply | show | diff | check over a live broker and server: test/live/plans.test.ts",
   "deploy/usage.ts": "text: the usage the CLI prints",

@@ -60,6 +60,7 @@ export class LiveStack {
       KAFKA_DESTINATIONS_TOPIC: `test-destinations-${this.id}`,
       KAFKA_DELIVERIES_TOPIC: `test-deliveries-${this.id}`,
       KAFKA_PLANS_TOPIC: `test-plans-${this.id}`,
+      KAFKA_ADMIN_TOPIC: `test-admin-${this.id}`,
       // Each stack's own: the sink reads a topic from its start, so a shared rejected topic
       // (events-rejected) made each test's sink insert every earlier run's refused items first.
       KAFKA_REJECTED_TOPIC: `test-rejected-${this.id}`,
@@ -116,7 +117,7 @@ export class LiveStack {
   ): Promise<{ service: Service; port: number }> {
     for (let attempt = 1; ; attempt += 1) {
       const port = await this.pickPort();
-      const service = this.spawn("ingest/main.js", { ...extra, INGEST_PORT: String(port) }, [], nodeArgs, build);
+      const service = this.spawn("deploy/cli.js", { ...extra, INGEST_PORT: String(port) }, ["ingest"], nodeArgs, build);
       if ((await this.ingestReady(service, port)) === "ready") return { service, port };
       await service.exited;
       if (!service.output().includes("EADDRINUSE") || attempt === 3)
@@ -163,6 +164,7 @@ export class LiveStack {
         this.env.KAFKA_DESTINATIONS_TOPIC!,
         this.env.KAFKA_DELIVERIES_TOPIC!,
         this.env.KAFKA_PLANS_TOPIC!,
+        this.env.KAFKA_ADMIN_TOPIC!,
       ];
       await admin.deleteTopics({ topics });
     } catch {

@@ -1,9 +1,17 @@
-/** `plans draft` from a catalog, `plans diff`, and the text of `plans check`. */
+/** `plans draft` from a catalog, `plans diff`, the text and range of `plans check`, and a refused plan's answer. */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { checkText, draftPlan, planDiff, REQUIRED_SHARE } from "../../../../deploy/commands/plan-draft";
+import {
+  checkRange,
+  checkText,
+  draftPlan,
+  planDiff,
+  planRefusal,
+  problemPointer,
+  REQUIRED_SHARE,
+} from "../../../../deploy/commands/plan-draft";
 import type { EventCatalogRow, PropertyCatalogRow } from "../../../../schemas/clickhouse/catalog";
-import type { TrackingPlan } from "../../../../schemas/plans";
+import { planProblems, type TrackingPlan } from "../../../../schemas/plans";
 
 const seen = { first_seen: "", last_seen: "" };
 const event = (type: string, name: string, count: number, over_cap = 0): EventCatalogRow => ({
@@ -94,6 +102,48 @@ test("check's text: the counts, then the most frequent violations first", () => 
     text,
     "10 messages checked: 7 ok, 3 flag\n  2\t/event unplanned: is not in the plan\n  1\t/properties/total type: must be number\n",
   );
+});
+
+test("a problem's pointer: the longest reading that names a value of the plan, so an event name may hold ': '", () => {
+  const plan = { track: { "Checkout: Step 1": { type: "object", properties: { n: { type: "nope" } } } } };
+  const problem = "/track/Checkout: Step 1/properties/n/type: must be equal to one of: the allowed values";
+  assert.is(problemPointer(problem, plan), "/track/Checkout: Step 1/properties/n/type");
+  assert.is(problemPointer("/unplanned: must be one of", {}), "/unplanned", "not in the plan: the first reading");
+  assert.is(problemPointer("/a~1b: bad", { "a/b": 1 }), "/a~1b", "escaped tokens resolve");
+  assert.is(problemPointer("the plan is 9 bytes of JSON, more than 1", plan), undefined, "a problem of the whole plan");
+});
+
+test("a refused plan is a 400: the lead and every problem in its sentence, the first one's pointer its field", () => {
+  const plan = {
+    workspaceId: "ws1",
+    version: 1,
+    createdAt: "2026-03-01T00:00:00Z",
+    unplanned: "flag",
+    violations: "flag",
+    track: { A: { type: "object", properties: { n: { type: "nope" } } } },
+  };
+  const problems = planProblems(plan);
+  assert.ok(problems.length > 0);
+  const refused = planRefusal("the plan is refused", problems, plan, "plan");
+  assert.is(refused.status, 400);
+  assert.is(refused.error, `the plan is refused:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+  assert.match(refused.field!, /^plan\/track\/A\/properties\/n/);
+  assert.is(planRefusal("refused", ["the plan must be a JSON object"], 3).field, undefined);
+});
+
+test("check's range: ISO 8601 times, from before to, the field at fault named", () => {
+  assert.equal(checkRange("2026-03-01T00:00:00Z", "2026-03-02T00:00:00Z"), {
+    ok: true,
+    value: { fromMs: Date.parse("2026-03-01T00:00:00Z"), toMs: Date.parse("2026-03-02T00:00:00Z") },
+  });
+  const field = (from?: string, to?: string) => {
+    const r = checkRange(from, to);
+    return r.ok ? "ok" : `${r.status} ${r.field}`;
+  };
+  assert.is(field(undefined, "2026-03-02T00:00:00Z"), "400 from");
+  assert.is(field("yesterday", "2026-03-02T00:00:00Z"), "400 from");
+  assert.is(field("2026-03-01T00:00:00Z", "soon"), "400 to");
+  assert.is(field("2026-03-02T00:00:00Z", "2026-03-02T00:00:00Z"), "400 to", "an empty range");
 });
 
 test.run();

@@ -20,6 +20,7 @@ import { type Dialect } from "../../../../schemas/clickhouse/sql";
 import { viewsDdl, viewNames } from "../../../../schemas/clickhouse/analyst";
 import { retentionDdl } from "../../../../schemas/clickhouse/events";
 import { firstKeptDay, partitionsToDrop } from "../../../../schemas/clickhouse/partitions";
+import { AUDIT_SORTING_KEY, AUDIT_TABLE } from "../../../../schemas/clickhouse/audit";
 
 // ---------------------------------------------------------------- pure
 
@@ -81,6 +82,18 @@ pure("rejected_messages is ours only as a ReplacingMergeTree ordered by (workspa
   ]);
 });
 
+pure("admin_audit is ours only as a MergeTree ordered by (workspace_id, at, audit_id)", () => {
+  const audit = (engine: string, sorting_key: string): TableRow => ({ name: AUDIT_TABLE, engine, create_table_query: "", sorting_key });
+  assert.is(AUDIT_SORTING_KEY, "workspace_id,at,audit_id");
+  const ours = classifyExisting([audit("MergeTree", "workspace_id, at, audit_id")], "d", "events");
+  assert.equal([[...ours.ours], ours.conflicts], [[AUDIT_TABLE], []]);
+  assert.equal(classifyExisting([audit("ReplacingMergeTree", "workspace_id, at, audit_id")], "d", "events").conflicts, [
+    "d.admin_audit (ReplacingMergeTree)",
+  ]);
+  assert.equal(classifyExisting([audit("MergeTree", "at, audit_id")], "d", "events").conflicts, ["d.admin_audit (MergeTree)"]);
+  assert.equal(classifyExisting([audit("Log", "")], "d", "events").conflicts, ["d.admin_audit (Log)"]);
+});
+
 pure("readsFinal unquotes backquotes, doubled and backslash escapes", () => {
   assert.ok(readsFinal("SELECT * FROM `a``b`.`c\\`d` FINAL", "a`b", "c`d"));
   assert.ok(readsFinal("select * from a . b final", "a", "b"));
@@ -91,6 +104,7 @@ pure("readsFinal unquotes backquotes, doubled and backslash escapes", () => {
 pure("reservedTableNames and tableNameConflict", () => {
   const names = reservedTableNames();
   assert.equal([...names].sort(), [
+    AUDIT_TABLE,
     "aliases",
     "catalog_shapes",
     "catalog_shapes_mv",

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { WriteKeys, scanWriteKeys, withBodyKey, writeKeyFromHeaders } from "../../../../ingest/admission/auth";
-import { parseWriteKeys } from "../../../../ingest/admission/keys";
+import { parseWriteKeys, sha256 } from "../../../../ingest/admission/keys";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
@@ -86,6 +86,19 @@ test("scanWriteKeys reads every writeKey member without parsing, wherever it sit
   assert.is(scanWriteKeys('{"writeKey":"a\\"b"}').complete, false, "an escaped quote");
   const many = JSON.stringify({ batch: Array.from({ length: 20 }, (_, i) => ({ writeKey: `k${i}` })) });
   assert.is(scanWriteKeys(many).complete, false, "past 16 members the parse decides");
+});
+
+test("WriteKeys.takeUsed: the digests of known keys used since the last take, each once", () => {
+  const keys = new WriteKeys(parseWriteKeys(["k1=ws1", "k2=ws2"]));
+  assert.equal(keys.takeUsed(), []);
+  keys.workspaceOf("k1");
+  keys.workspaceOf("k1");
+  keys.workspaceOf("nobody");
+  keys.authenticate({ authorization: "Bearer k2" });
+  assert.equal(keys.takeUsed().sort(), [sha256("k1"), sha256("k2")].sort());
+  assert.equal(keys.takeUsed(), [], "cleared by the take");
+  keys.workspaceOf("k2");
+  assert.equal(keys.takeUsed(), [sha256("k2")]);
 });
 
 test.run();

@@ -5,7 +5,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { WriteKeys } from "../../../../ingest/admission/auth";
 import { createKey, readKeys, revokeKeys } from "../../../../ingest/admission/keys";
-import { parseKeysFile, parseWriteKeys, sha256 } from "../../../../ingest/admission/keys";
+import { acceptedKeys, parseKeysFile, parseWriteKeys, sha256 } from "../../../../ingest/admission/keys";
+import type { KeyRecord } from "../../../../schemas/admin/records";
 
 test("entries may be plain keys (hashed on reading) or sha256 digests", () => {
   const hex = sha256("k2");
@@ -47,6 +48,33 @@ test("an absent file has no keys", () => {
   const path = join(mkdtempSync(join(tmpdir(), "keys-")), "write-keys");
   writeFileSync(path, "");
   assert.equal(readKeys(path), []);
+});
+
+const keyRecord = (key: string, workspaceId: string, revokedAt?: string): KeyRecord => ({
+  kind: "key",
+  sha256: sha256(key),
+  workspaceId,
+  fingerprint: key.slice(0, 9),
+  createdAt: "2026-03-01T12:00:00.000Z",
+  createdBy: "operator",
+  ...(revokedAt === undefined ? {} : { revokedAt, revokedBy: "operator" }),
+});
+
+test("acceptedKeys: the file's keys and the topic's, a revoke on the topic winning over the file", () => {
+  const configured = parseWriteKeys(["k1=ws1", "k2=ws2"]);
+  assert.equal(acceptedKeys(configured, []), configured, "no records: the file's keys");
+  const accepted = acceptedKeys(configured, [keyRecord("k3", "ws3"), keyRecord("k2", "ws2", "2026-03-02T00:00:00.000Z")]);
+  assert.equal(accepted.map((e) => e.workspaceId).sort(), ["ws1", "ws3"], "k3 added from the topic, k2 of the file revoked");
+  assert.ok(accepted.some((e) => e.sha256 === sha256("k3")));
+  assert.not.ok(accepted.some((e) => e.sha256 === sha256("k2")));
+  assert.equal(acceptedKeys([], [keyRecord("k4", "ws4", "2026-03-02T00:00:00.000Z")]), [], "a revoked api key is not accepted");
+});
+
+test("acceptedKeys: a digest in both the file and the topic is one entry", () => {
+  const accepted = acceptedKeys(parseWriteKeys(["k1=ws1", "k1=ws1"]), [keyRecord("k1", "ws1")]);
+  assert.equal(accepted, [{ sha256: sha256("k1"), workspaceId: "ws1" }]);
+  const keys = new WriteKeys(accepted);
+  assert.is(keys.workspaceOf("k1"), "ws1");
 });
 
 test.run();

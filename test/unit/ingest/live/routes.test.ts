@@ -14,7 +14,8 @@ import { LiveFeed, sseFrame } from "../../../../ingest/live/feed";
 import type { LiveFilter, LiveItem, LiveRecord } from "../../../../ingest/live/items";
 import { liveRouter } from "../../../../ingest/live/routes";
 import type { LiveWatcher } from "../../../../ingest/live/thread";
-import { metricsApp } from "../../../../ingest/http/admin";
+import { adminGuard, metricsApp } from "../../../../ingest/http/admin";
+import { AdminTokens, FailedAttempts } from "../../../../ingest/admission/tokens";
 import { ingestMetrics, type IngestMetrics } from "../../../../ingest/metrics";
 import { acceptedRecord, refusedRecord } from "../../../support/live-records";
 
@@ -70,7 +71,7 @@ async function serve(adminToken: string | undefined, maxViewers = 1) {
   metrics = ingestMetrics();
   const live = liveRouter({
     tail,
-    ...(adminToken === undefined ? {} : { adminToken }),
+    guard: adminGuard(new AdminTokens(adminToken, { token: () => undefined }), new FailedAttempts()),
     maxViewers,
     maxRecent: 2,
     workspaces: () => ["ws2", "ws1", "ws1"],

@@ -3,7 +3,8 @@
  * 127.0.0.1: a crash kafkajs will not restart is reconnected and the running gauge says 0 until
  * the group is joined again; a failed heartbeat while a request waits for its retry gives the
  * request up uncommitted (no second send); the stop ends the keeping of a failure ClickHouse does
- * not take; a secret that does not open counts as a request without an answer, logged once.
+ * not take; a secret that does not open counts as a request without an answer, logged once; the
+ * outcomes and the oldest waiting message are told to the health reports' window, from start to stop.
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -223,6 +224,46 @@ test("a secret that does not open counts as a request without an answer, and is 
   const warned = d.lines.filter((l) => l.includes("does not open with DESTINATIONS_SECRET_KEY"));
   assert.is(warned.length, 1, "one warning");
   assert.is((JSON.parse(warned[0]!) as { level: number }).level, 40, "at warn");
+});
+
+test("outcomes and the oldest waiting message reach the health reports' window; a stopped loop is not told", async () => {
+  const [ok, down, strict] = await Promise.all([receiver(200), receiver(503), receiver(400)]);
+  try {
+    const old = (id: string) =>
+      storedLine("ws-1", { type: "track", event: "Order Completed", userId: "u1", messageId: id } as Message, new Date(Date.now() - 5_000));
+    const run = async (url: string) => {
+      const consumer = new FakeConsumer();
+      const d = deps(consumer);
+      const loop = new DestinationLoop(destination(url), d);
+      assert.equal(d.metrics.recent.now(Date.now()), [], "not told before its start");
+      await loop.start();
+      return { consumer, d, loop, told: () => d.metrics.recent.now(Date.now())[0] };
+    };
+    const delivered = await run(ok.url);
+    await delivered.consumer.batch([old("m1"), old("m2")]);
+    assert.equal(delivered.told(), {
+      destinationId: "d-1",
+      workspaceId: "ws-1",
+      delivered: 2,
+      retried: 0,
+      failed: 0,
+      oldestWaitingSeconds: 0,
+    });
+    await delivered.loop.stop();
+    assert.is(delivered.told(), undefined, "stopped: not told");
+    const kept = await run(strict.url);
+    await kept.consumer.batch([old("m3")]);
+    assert.equal([kept.told()!.delivered, kept.told()!.failed], [0, 1]);
+    await kept.loop.stop();
+    const retried = await run(down.url);
+    void retried.consumer.batch([old("m4")]);
+    await until("a retry counted", () => (retried.told()?.retried ?? 0) >= 1);
+    assert.ok(retried.told()!.oldestWaitingSeconds >= 5, `waiting ${retried.told()!.oldestWaitingSeconds} s`);
+    await retried.loop.stop();
+    assert.is(retried.told(), undefined);
+  } finally {
+    for (const r of [ok, down, strict]) close(r.server);
+  }
 });
 
 test.run();

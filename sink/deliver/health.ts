@@ -1,0 +1,142 @@
+/**
+ * A delivery process's reports of the destinations it runs, for the admin API's health route
+ * (deploy/admin/routes-health.ts): every HEALTH_EVERY_MS, one `destination-health` record per
+ * destination (schemas/admin/records.ts DestinationHealthRecord: its last 15 minutes of outcomes
+ * and its oldest waiting message, from sink/deliver/window.ts) to the admin topic, which every
+ * ingest follows, keyed `destination-health:<destinationId>:<instanceId>` with an instance id
+ * made at each start, so processes never overwrite each other's reports. Written acknowledged by
+ * every in-sync replica (acks=all), one write at a time, never on the delivery path: a failed
+ * write is logged (once until one succeeds) and the next interval writes again. A destination no
+ * longer run here (paused, removed) gets a tombstone at the next write; a clean stop writes a
+ * tombstone for every key written; a killed process's reports stay, and readers ignore a report
+ * older than 2 minutes. Nothing throws.
+ */
+import { randomBytes } from "node:crypto";
+import type { Producer } from "kafkajs";
+import type { Logger } from "pino";
+import { adminKey, type DestinationHealthRecord } from "../../schemas/admin/records";
+import { sendWhole } from "../../schemas/kafka/producer";
+import type { DestinationNow, RecentDeliveries } from "./window";
+
+/** How often each process reports its destinations, ms. */
+export const HEALTH_EVERY_MS = 30_000;
+/** How long one write of reports may retry before it is given up (the next interval writes again), ms. */
+export const HEALTH_SEND_TIMEOUT_MS = 10_000;
+/** Records per write at most: a process running thousands of destinations writes them in several. */
+export const HEALTH_RECORDS_PER_SEND = 500;
+
+/** One write of records to the admin topic (acks=all, bounded); `value` null: a tombstone. Rejects when Kafka does not take it. */
+export type SendAdmin = (messages: { key: string; value: string | null }[]) => Promise<unknown>;
+
+/** A process's instance id: 16 random lower-case hex digits (schemas/admin/records.ts InstanceId). */
+export function newInstanceId(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/** The records telling `destinations` as instance `instanceId` saw them at `at`. Pure. */
+export function healthRecords(destinations: readonly DestinationNow[], instanceId: string, at: Date): DestinationHealthRecord[] {
+  return destinations.map((d) => ({
+    kind: "destination-health",
+    destinationId: d.destinationId,
+    workspaceId: d.workspaceId,
+    instanceId,
+    at: at.toISOString(),
+    delivered: d.delivered,
+    retried: d.retried,
+    failed: d.failed,
+    oldestWaitingSeconds: Math.round(d.oldestWaitingSeconds * 1000) / 1000,
+  }));
+}
+
+/** What a HealthPublisher is given. */
+export interface HealthDeps {
+  send: SendAdmin;
+  recent: RecentDeliveries;
+  instanceId: string;
+  log: Logger;
+  /** Default HEALTH_EVERY_MS. */
+  everyMs?: number;
+  /** The clock, ms since the epoch; default Date.now. */
+  now?: () => number;
+}
+
+/** Writes the reports on a timer (see the module comment). */
+export class HealthPublisher {
+  /** Keys that may hold a report of ours: written, and not since removed by a tombstone Kafka took. */
+  private written = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private sending: Promise<void> | undefined;
+  private warned = false;
+  private stopped = false;
+
+  constructor(private readonly deps: HealthDeps) {}
+
+  /** Writes every `everyMs` from now on. */
+  start(): void {
+    this.timer = setInterval(() => void this.publish(), this.deps.everyMs ?? HEALTH_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** Keys that may hold a report of this process now. */
+  get keys(): string[] {
+    return [...this.written];
+  }
+
+  /** Writes the reports of now and the tombstones of destinations no longer run; while a write is under way, waits for it instead. */
+  async publish(): Promise<void> {
+    if (this.sending !== undefined || this.stopped) return this.sending;
+    const nowMs = (this.deps.now ?? Date.now)();
+    const records = healthRecords(this.deps.recent.now(nowMs), this.deps.instanceId, new Date(nowMs));
+    const keys = new Set(records.map(adminKey));
+    const messages = [
+      ...records.map((r) => ({ key: adminKey(r), value: JSON.stringify(r) })),
+      ...[...this.written].filter((key) => !keys.has(key)).map((key) => ({ key, value: null })),
+    ];
+    if (messages.length === 0) return;
+    this.sending = this.write(messages)
+      .then(() => {
+        this.written = keys;
+        this.warned = false;
+      })
+      .catch((error: unknown) => {
+        this.written = new Set([...this.written, ...keys]);
+        if (!this.warned) this.deps.log.warn({ err: error }, "destination health not reported; written again at the next interval");
+        this.warned = true;
+      })
+      .finally(() => (this.sending = undefined));
+    await this.sending;
+  }
+
+  /** Stops the timer and removes every report of this process (one try: if Kafka refuses, they go stale in 2 minutes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.sending;
+    if (this.written.size === 0) return;
+    try {
+      await this.write([...this.written].map((key) => ({ key, value: null })));
+      this.written.clear();
+    } catch (error) {
+      this.deps.log.warn({ err: error }, "destination health not removed at the stop; readers ignore it once 2 minutes old");
+    }
+  }
+
+  private async write(messages: { key: string; value: string | null }[]): Promise<void> {
+    for (let i = 0; i < messages.length; i += HEALTH_RECORDS_PER_SEND) await this.deps.send(messages.slice(i, i + HEALTH_RECORDS_PER_SEND));
+  }
+}
+
+/**
+ * Starts the reports of `recent` to the admin topic `topic` through `producer` (connected; each
+ * write acks=all, bounded by HEALTH_SEND_TIMEOUT_MS), under a new instance id. Stop it with stop().
+ */
+export function startHealth(producer: Producer, topic: string, recent: RecentDeliveries, log: Logger): HealthPublisher {
+  const publisher = new HealthPublisher({
+    send: (messages) => sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages }] }, HEALTH_SEND_TIMEOUT_MS),
+    recent,
+    instanceId: newInstanceId(),
+    log,
+  });
+  publisher.start();
+  return publisher;
+}

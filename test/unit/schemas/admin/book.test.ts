@@ -1,0 +1,109 @@
+/**
+ * The admin topic's state (schemas/admin/book.ts AdminBook.apply): records set, tombstones and
+ * records that are not (malformed, or under another key) remove, key-used keeps the latest time
+ * whatever order, and onKeysChange fires for key records only. The Kafka follower is not tested here.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { AdminBook } from "../../../../schemas/admin/book";
+import { adminKey, type KeyRecord, type RegulationRecord, type TokenRecord } from "../../../../schemas/admin/records";
+
+const book = suite("admin book");
+
+const A = "a".repeat(64);
+const B = "b".repeat(64);
+const AT = "2026-03-01T12:00:00.000Z";
+const key: KeyRecord = { kind: "key", sha256: A, workspaceId: "ws1", fingerprint: "wk_abcdef", createdAt: AT, createdBy: "operator" };
+const token: TokenRecord = {
+  kind: "token",
+  sha256: B,
+  tokenId: "tok_0123456789ab",
+  name: "n",
+  scope: "operator",
+  createdAt: AT,
+  createdBy: "operator",
+};
+const regulation: RegulationRecord = {
+  kind: "regulation",
+  regulateId: "reg_0123456789abcdef",
+  workspaceId: "ws1",
+  regulationType: "DELETE_ONLY",
+  subjectType: "USER_ID",
+  subjectIds: ["u1"],
+  overallStatus: "INITIALIZED",
+  finished: 0,
+  createdAt: AT,
+  createdBy: "operator",
+  updatedAt: AT,
+};
+const put = (b: AdminBook, r: KeyRecord | TokenRecord | RegulationRecord) => b.apply(adminKey(r), JSON.stringify(r));
+const usedAt = (b: AdminBook, at: string) => b.apply(`key-used:${A}`, JSON.stringify({ kind: "key-used", sha256: A, lastUsedAt: at }));
+
+book("records are set under their id; a tombstone removes each", () => {
+  const b = new AdminBook();
+  put(b, key);
+  put(b, token);
+  put(b, regulation);
+  usedAt(b, AT);
+  assert.equal(b.keys.get(A), key);
+  assert.equal(b.token(B), token);
+  assert.equal(b.regulations.get(regulation.regulateId), regulation);
+  assert.is(b.keysUsed.get(A), Date.parse(AT));
+  for (const k of [`key:${A}`, `token:${B}`, `regulation:${regulation.regulateId}`, `key-used:${A}`]) b.apply(k, null);
+  assert.equal([b.keys.size, b.tokens.size, b.regulations.size, b.keysUsed.size], [0, 0, 0, 0]);
+  assert.is(b.token(B), undefined);
+});
+
+book("a later record replaces; a revoked key stays, revoked", () => {
+  const b = new AdminBook();
+  put(b, key);
+  put(b, { ...key, revokedAt: AT, revokedBy: "tok_0123456789ab" });
+  assert.is(b.keys.size, 1);
+  assert.is(b.keys.get(A)?.revokedAt, AT);
+});
+
+book("a record filed under another key is not set there, and removes what that key held", () => {
+  const b = new AdminBook();
+  put(b, key);
+  b.apply(`key:${A}`, JSON.stringify({ ...key, sha256: B }));
+  assert.is(b.keys.size, 0, "the key's own entry is removed");
+  b.apply(`key:${B}`, JSON.stringify(key));
+  assert.is(b.keys.size, 0, "nothing is filed under B");
+  put(b, token);
+  b.apply(`token:${B}`, "{bad json");
+  assert.is(b.tokens.size, 0);
+  b.apply("other:thing", JSON.stringify(key));
+  b.apply("nocolon", null);
+  assert.is(b.keys.size, 0, "an unknown kind changes nothing");
+});
+
+book("key-used keeps the latest time whichever order the records arrive in", () => {
+  const early = "2026-03-01T10:00:00.000Z";
+  const late = "2026-03-01T11:00:00.000Z";
+  const forward = new AdminBook();
+  usedAt(forward, early);
+  usedAt(forward, late);
+  const backward = new AdminBook();
+  usedAt(backward, late);
+  usedAt(backward, early);
+  assert.is(forward.keysUsed.get(A), Date.parse(late));
+  assert.is(backward.keysUsed.get(A), Date.parse(late));
+});
+
+book("onKeysChange listeners run for key records only, including their removal", () => {
+  const b = new AdminBook();
+  let calls = 0;
+  let more = 0;
+  b.onKeysChange(() => calls++);
+  b.onKeysChange(() => more++);
+  put(b, token);
+  put(b, regulation);
+  usedAt(b, AT);
+  assert.is(calls, 0);
+  put(b, key);
+  assert.equal([calls, more], [1, 1]);
+  b.apply(`key:${A}`, null);
+  assert.equal([calls, more], [2, 2]);
+});
+
+book.run();
