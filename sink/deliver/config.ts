@@ -1,4 +1,5 @@
 /** Settings of the delivery process, read from the environment once at start (schemas/config.ts). */
+import { HEALTH_EVERY_MS } from "./health";
 import typia, { tags } from "typia";
 import {
   ClickHouseConfig,
@@ -38,6 +39,8 @@ export interface DeliverConfig {
   maxAnswerBytes: Positive;
   /** How long after its receipt a message is still tried, ms (DELIVER_HORIZON_MS; Segment: 4 h). */
   horizonMs: Positive;
+  /** How often each destination's health is written to the admin topic, ms (DELIVER_HEALTH_EVERY_MS; readers drop reports 2 min old). */
+  healthEveryMs: Positive & tags.Minimum<1000> & tags.Maximum<60000>;
   /** DESTINATIONS_SECRET_KEY; absent: destinations with a secret wait (and say so in the log). */
   secretKey?: string & tags.MinLength<32>;
   allowLinkLocal: boolean;
@@ -58,6 +61,7 @@ export function deliverConfig(env: Env): DeliverConfig {
     timeoutMs: int(env.DELIVER_TIMEOUT_MS, 10_000),
     maxAnswerBytes: int(env.DELIVER_MAX_ANSWER_BYTES, 65_536),
     horizonMs: int(env.DELIVER_HORIZON_MS, DEFAULT_HORIZON_MS),
+    healthEveryMs: int(env.DELIVER_HEALTH_EVERY_MS, HEALTH_EVERY_MS),
     ...(secretKey ? { secretKey } : {}),
     allowLinkLocal: bool(env.DESTINATIONS_ALLOW_LINK_LOCAL, "DESTINATIONS_ALLOW_LINK_LOCAL"),
     httpHost: env.DELIVER_HTTP_HOST ?? "127.0.0.1",

@@ -128,14 +128,22 @@ export class HealthPublisher {
 
 /**
  * Starts the reports of `recent` to the admin topic `topic` through `producer` (connected; each
- * write acks=all, bounded by HEALTH_SEND_TIMEOUT_MS), under a new instance id. Stop it with stop().
+ * write acks=all, bounded by HEALTH_SEND_TIMEOUT_MS) every `everyMs`, under a new instance id.
+ * Stop it with stop().
  */
-export function startHealth(producer: Producer, topic: string, recent: RecentDeliveries, log: Logger): HealthPublisher {
+export function startHealth(
+  producer: Producer,
+  topic: string,
+  recent: RecentDeliveries,
+  log: Logger,
+  everyMs = HEALTH_EVERY_MS,
+): HealthPublisher {
   const publisher = new HealthPublisher({
     send: (messages) => sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages }] }, HEALTH_SEND_TIMEOUT_MS),
     recent,
     instanceId: newInstanceId(),
     log,
+    everyMs,
   });
   publisher.start();
   return publisher;

@@ -112,7 +112,7 @@ export async function start(config: DeliverConfig, log: Logger): Promise<Running
   const groupPrefix = `${config.kafka.clientId}-deliver-destinations`;
   const label = { topic: config.kafka.destinationsTopic, groupPrefix, label: "destinations", log };
   const following: Following = await followCompacted(kafka, label, (key, value) => destinations.applyRecord(key, value));
-  const health = startHealth(producer, config.kafka.adminTopic, metrics.recent, log);
+  const health = startHealth(producer, config.kafka.adminTopic, metrics.recent, log, config.healthEveryMs);
   const http: Server = createServer(healthApp(metrics, () => !stopping.signal.aborted).callback());
   http.listen(config.httpPort, config.httpHost);
   await once(http, "listening");

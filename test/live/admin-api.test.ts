@@ -245,6 +245,60 @@ api("a regulation through the API deletes the user's events and reaches FINISHED
   assert.is(other.status, 404, "not under another workspace's path");
 });
 
+/** The JSON a CLI command printed (one document, or one per line with `lines`). */
+function printed(text: string, lines = false): any {
+  // the CLI's log lines (pino JSON, with a level) share the output with what it printed
+  const out = text
+    .split("\n")
+    .filter((l) => !/^\{"level":/.test(l))
+    .join("\n");
+  if (lines)
+    return out
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l));
+  const start = Math.min(...["{", "["].map((c) => out.indexOf(c)).filter((i) => i >= 0));
+  return JSON.parse(out.slice(start, Math.max(out.lastIndexOf("}"), out.lastIndexOf("]")) + 1));
+}
+
+api("the CLI's other operations give what the API gives: tokens, pause and resume, regulations, the draft, the catalog", async () => {
+  const made = await cli("tokens", "create", "from the cli", "--workspace", WS);
+  assert.is(made.code, 0, made.out);
+  const token = made.out.split("\n").find((l) => l.startsWith("sat_"))!;
+  await waitFor("the CLI's token works", async () =>
+    (await call("GET", `/admin/v1/workspaces/${WS}/keys`, token)).status === 200 ? true : undefined,
+  );
+  const fromApi = (await call("GET", "/admin/v1/tokens", OPERATOR)).body.tokens;
+  assert.equal(printed((await cli("tokens", "list", "--json")).out, true), fromApi);
+  const mine = fromApi.find((t: any) => t.name === "from the cli");
+  assert.equal([mine.createdBy, mine.scope, mine.workspaceId], ["cli:tester", "workspace", WS]);
+  assert.is((await cli("tokens", "revoke", mine.tokenId)).code, 0);
+  await waitFor("the CLI's revoke honoured", async () =>
+    (await call("GET", `/admin/v1/workspaces/${WS}/keys`, token)).status === 401 ? true : undefined,
+  );
+
+  const [destination] = (await call("GET", `/admin/v1/workspaces/${WS}/destinations`, OPERATOR)).body.destinations;
+  assert.is((await cli("destinations", "resume", destination.destinationId)).code, 0);
+  assert.is(
+    (await call("GET", `/admin/v1/workspaces/${WS}/destinations`, OPERATOR)).body.destinations[0].paused,
+    false,
+    "the CLI's resume, seen by the API",
+  );
+  await call("POST", `/admin/v1/workspaces/${WS}/destinations/${destination.destinationId}/pause`, OPERATOR);
+  assert.is(printed((await cli("destinations", "list", WS, "--json")).out, true)[0].paused, true, "the API's pause, seen by the CLI");
+
+  const regulations = (await call("GET", `/admin/v1/workspaces/${WS}/regulations`, OPERATOR)).body.regulations;
+  assert.ok(regulations.length > 0);
+  assert.equal(printed((await cli("regulations", "list", WS, "--json")).out), regulations);
+  assert.equal(printed((await cli("plans", "draft", WS)).out), (await call("GET", `/admin/v1/workspaces/${WS}/plan/draft`, OPERATOR)).body);
+  const catalog = (await call("GET", `/admin/v1/workspaces/${WS}/catalog`, OPERATOR)).body;
+  assert.ok(
+    catalog.events.some((e: any) => e.event === "Admin Test"),
+    "the catalog has the test's events",
+  );
+  assert.equal(printed((await cli("catalog", WS, "--json")).out), catalog);
+});
+
 api("a network past its failed attempts gets 429, even with the right token", async () => {
   let last = 0;
   for (let i = 0; i < 12; i++) last = (await call("GET", "/admin/v1/tokens", `wrong-${i}`)).status;

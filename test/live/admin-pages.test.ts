@@ -85,7 +85,7 @@ pages.before(async () => {
   await stack.start();
   admin = `http://127.0.0.1:${await adminPort(stack.ingest!)}`;
   await receiver.start();
-  deliverer = await startDeliver(stack, PREFIX);
+  deliverer = await startDeliver(stack, PREFIX, { DELIVER_HEALTH_EVERY_MS: "2000" });
   const made = await call("POST", "/admin/v1/tokens", { name: "pages", scope: "workspace", workspaceId: WS });
   assert.is(made.status, 201, JSON.stringify(made.body));
   token = made.body.token;

@@ -96,7 +96,7 @@ live("before any delivery process: every event waits (from the destination's cre
     failuresKept: 0,
     reportedAt: null,
   });
-  deliverer = await startDeliver(stack, PREFIX);
+  deliverer = await startDeliver(stack, PREFIX, { DELIVER_HEALTH_EVERY_MS: "2000" });
   for (const id of Object.values(ids)) await delivering(deliverer, id);
   const started = Date.now();
   await receivers.ok.all(messageIds, 60_000);

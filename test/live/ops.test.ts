@@ -1,6 +1,6 @@
 /**
  * Operations, live: /metrics on ingest and sink appear and move after traffic, without workspace
- * ids or keys in them; the keys CLI round trip against a running ingest (create -> the key
+ * ids or keys in them; the keys file CLI round trip (`keys ... --file`) against a running ingest (create -> the key
  * authenticates -> revoke -> 401, no restart); request ids; logs without keys or bodies.
  */
 import { randomUUID } from "node:crypto";
@@ -86,7 +86,7 @@ ops("metrics of ingest and sink appear and move after a batch; no ids or keys in
  * returns a function posting one track event with that key (resolving with the status).
  */
 async function newKeyPoster(workspaceId: string): Promise<() => Promise<number>> {
-  const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", workspaceId]);
+  const create = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "create", workspaceId, "--file"]);
   assert.is((await create.exited).code, 0, create.output());
   const key = create
     .output()
@@ -101,7 +101,7 @@ async function newKeyPoster(workspaceId: string): Promise<() => Promise<number>>
 
 ops("keys CLI round trip: create -> the key authenticates -> revoke -> 401, without a restart", async () => {
   const post = await newKeyPoster("ws-keys");
-  const revoke = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "revoke", "ws-keys"]);
+  const revoke = stack.spawn("deploy/cli.js", { WRITE_KEYS_FILE: keysFile }, ["keys", "revoke", "ws-keys", "--file"]);
   assert.is((await revoke.exited).code, 0, revoke.output());
   await waitFor("the revoked key to be refused", async () => ((await post()) === 401 ? true : undefined), 10_000);
   assert.is(stack.ingest!.child.exitCode, null, "the same ingest process");
