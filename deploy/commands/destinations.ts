@@ -22,7 +22,7 @@ import { done, refuse, type OpResult } from "../../schemas/admin/result";
 import type { KafkaConfig } from "../../schemas/config";
 import { listed, parseDestination, type WebhookDestination } from "../../schemas/destinations";
 import { followCompacted } from "../../schemas/kafka/follow";
-import { createProducer, sendWhole } from "../../schemas/kafka/producer";
+import { publishRecords } from "../../schemas/kafka/producer";
 import { cliRefusal, destinationFrom, destinationInputOf, type DestinationInput } from "./destination-input";
 
 export type { DestinationInput } from "./destination-input";
@@ -42,8 +42,6 @@ export interface Output {
   out: (text: string) => void;
   err: (text: string) => void;
 }
-
-const PUBLISH_DEADLINE_MS = 30_000;
 
 /** Every destination on the topic now, by destinationId. */
 export async function readDestinations(
@@ -67,15 +65,8 @@ export async function readDestinations(
 }
 
 /** Writes `value` (a destination, or null to remove it) under `destinationId`, acknowledged by every in-sync replica. */
-async function publish(kafka: Kafka, topic: string, destinationId: string, value: WebhookDestination | null): Promise<void> {
-  const producer = createProducer(kafka);
-  await producer.connect();
-  try {
-    const message = { key: destinationId, value: value === null ? null : JSON.stringify(value) };
-    await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages: [message] }] }, PUBLISH_DEADLINE_MS);
-  } finally {
-    await producer.disconnect();
-  }
+function publish(kafka: Kafka, topic: string, destinationId: string, value: WebhookDestination | null): Promise<void> {
+  return publishRecords(kafka, topic, [{ key: destinationId, value: value === null ? null : JSON.stringify(value) }]);
 }
 
 /** A destination as `list --json` prints it and the admin API answers it: its headers' names only, whether it has a secret. */

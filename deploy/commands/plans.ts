@@ -22,13 +22,11 @@ import type { Logger } from "pino";
 import { done, refuse, type OpResult } from "../../schemas/admin/result";
 import type { Sql } from "../../schemas/clickhouse/client";
 import { followCompacted } from "../../schemas/kafka/follow";
-import { createProducer, sendWhole } from "../../schemas/kafka/producer";
+import { publishRecords } from "../../schemas/kafka/producer";
 import { parsePlan, planProblems, type TrackingPlan } from "../../schemas/plans";
 import type { Output } from "./destinations";
 import { readCatalog } from "./catalog";
 import { checkRange, checkStored, draftPlan, planDiff, planRefusal, type CheckReport, type PlanBody } from "./plan-draft";
-
-const PUBLISH_DEADLINE_MS = 30_000;
 
 /** What the command needs beside its arguments. */
 export interface PlansContext {
@@ -65,15 +63,8 @@ export async function readPlan(
 }
 
 /** Writes `plan` (or null: removed) under its workspace, acknowledged by every in-sync replica. */
-async function publish(c: Pick<PlansContext, "kafka" | "topic">, workspaceId: string, plan: TrackingPlan | null): Promise<void> {
-  const producer = createProducer(c.kafka);
-  await producer.connect();
-  try {
-    const messages = [{ key: workspaceId, value: plan === null ? null : JSON.stringify(plan) }];
-    await sendWhole(producer, { acks: -1, topicMessages: [{ topic: c.topic, messages }] }, PUBLISH_DEADLINE_MS);
-  } finally {
-    await producer.disconnect();
-  }
+function publish(c: Pick<PlansContext, "kafka" | "topic">, workspaceId: string, plan: TrackingPlan | null): Promise<void> {
+  return publishRecords(c.kafka, c.topic, [{ key: workspaceId, value: plan === null ? null : JSON.stringify(plan) }]);
 }
 
 /** FILE's plan body, or the problem reading it. */

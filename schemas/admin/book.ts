@@ -9,7 +9,7 @@
 import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { followCompacted, type Following } from "../kafka/follow";
-import { createProducer, sendWhole } from "../kafka/producer";
+import { publishRecords } from "../kafka/producer";
 import {
   adminKey,
   parseAdminRecord,
@@ -106,21 +106,16 @@ export async function readAdmin(kafka: Kafka, topic: string, clientId: string, l
   return book;
 }
 
-/** How long a write to the admin topic may retry before it fails (Kafka unreachable), ms. */
-export const ADMIN_PUBLISH_DEADLINE_MS = 30_000;
-
 /**
  * Writes `records` to the admin topic, each under its own key, acknowledged by every in-sync
  * replica (acks=all) before it resolves. Throws when Kafka does not acknowledge them within
- * ADMIN_PUBLISH_DEADLINE_MS (retriable: nothing was changed, or the same change is written again).
+ * PUBLISH_DEADLINE_MS (schemas/kafka/producer.ts publishRecords; retriable: nothing was changed,
+ * or the same change is written again).
  */
-export async function publishAdmin(kafka: Kafka, topic: string, records: AdminRecord[]): Promise<void> {
-  const producer = createProducer(kafka);
-  await producer.connect();
-  try {
-    const messages = records.map((r) => ({ key: adminKey(r), value: JSON.stringify(r) }));
-    await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages }] }, ADMIN_PUBLISH_DEADLINE_MS);
-  } finally {
-    await producer.disconnect();
-  }
+export function publishAdmin(kafka: Kafka, topic: string, records: AdminRecord[]): Promise<void> {
+  return publishRecords(
+    kafka,
+    topic,
+    records.map((r) => ({ key: adminKey(r), value: JSON.stringify(r) })),
+  );
 }

@@ -39,3 +39,29 @@ function retriableSend(error: unknown): boolean {
   const { name, retriable } = error as { name?: string; retriable?: boolean };
   return name === "KafkaJSNumberOfRetriesExceeded" || retriable === true;
 }
+
+/** How long a one-off write (publishRecords) may retry before it fails (Kafka unreachable), ms. */
+export const PUBLISH_DEADLINE_MS = 30_000;
+
+/** One record of publishRecords: its key, and its value (null: a tombstone). */
+export interface KeyedRecord {
+  key: string;
+  value: string | null;
+}
+
+/**
+ * Writes `records` to `topic` in one send with a producer of its own (connected, then
+ * disconnected), acknowledged by every in-sync replica (acks=all) before it resolves: the CLI's
+ * and the admin API's writes to the compacted topics (admin, destinations, plans). Throws when
+ * Kafka does not acknowledge them within PUBLISH_DEADLINE_MS (retriable: the same change may be
+ * written again).
+ */
+export async function publishRecords(kafka: Kafka, topic: string, records: readonly KeyedRecord[]): Promise<void> {
+  const producer = createProducer(kafka);
+  await producer.connect();
+  try {
+    await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages: [...records] }] }, PUBLISH_DEADLINE_MS);
+  } finally {
+    await producer.disconnect();
+  }
+}
