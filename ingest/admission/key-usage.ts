@@ -7,8 +7,8 @@
  */
 import type { Producer } from "kafkajs";
 import type { Logger } from "pino";
+import { PeriodicWrite, sendAdmin } from "../../schemas/admin/periodic";
 import { adminKey, type KeyUsedRecord } from "../../schemas/admin/records";
-import { sendWhole } from "../../schemas/kafka/producer";
 
 /** How often an ingest writes its keys' last use, ms (the times listed are to the minute). */
 export const KEY_USED_EVERY_MS = 60_000;
@@ -20,8 +20,9 @@ export function keyUsedRecords(used: readonly string[], now: Date): KeyUsedRecor
 }
 
 /**
- * Writes, every `everyMs`, the keys `takeUsed` returns (acks=all, bounded by `timeoutMs`).
- * Returns the function that stops it and writes what is left.
+ * Writes, every `everyMs`, the keys `takeUsed` returns (acks=all, bounded by `timeoutMs`; one
+ * write at a time, schemas/admin/periodic.ts). Returns the function that stops it and, after the
+ * write under way, writes what is left.
  */
 export function writeKeyUse(
   producer: Producer,
@@ -30,23 +31,15 @@ export function writeKeyUse(
   log: Logger,
   options: { everyMs?: number; timeoutMs: number },
 ): () => Promise<void> {
-  let carried: string[] = [];
-  const flush = async () => {
-    const used = [...new Set([...carried, ...takeUsed()])];
-    carried = [];
-    if (used.length === 0) return;
-    const messages = keyUsedRecords(used, new Date()).map((r) => ({ key: adminKey(r), value: JSON.stringify(r) }));
-    try {
-      await sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages }] }, options.timeoutMs);
-    } catch (error) {
-      carried = used;
-      log.warn({ err: error, keys: used.length }, "key use not written; tried again next time");
-    }
-  };
-  const timer = setInterval(() => void flush(), options.everyMs ?? KEY_USED_EVERY_MS);
-  timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await flush();
-  };
+  const writes = new PeriodicWrite<string>({
+    send: sendAdmin(producer, topic, options.timeoutMs),
+    everyMs: options.everyMs ?? KEY_USED_EVERY_MS,
+    take: (carried) => [...new Set([...carried, ...takeUsed()])],
+    messages: (used) => keyUsedRecords(used, new Date()).map((r) => ({ key: adminKey(r), value: JSON.stringify(r) })),
+    carry: true,
+    flushAtStop: true,
+    onFailed: (used, error) => log.warn({ err: error, keys: used.length }, "key use not written; tried again next time"),
+  });
+  writes.start();
+  return () => writes.stop();
 }

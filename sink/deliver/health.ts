@@ -14,8 +14,8 @@
 import { randomBytes } from "node:crypto";
 import type { Producer } from "kafkajs";
 import type { Logger } from "pino";
+import { PeriodicWrite, sendAdmin, type AdminMessage, type SendAdmin } from "../../schemas/admin/periodic";
 import { adminKey, type DestinationHealthRecord } from "../../schemas/admin/records";
-import { sendWhole } from "../../schemas/kafka/producer";
 import type { DestinationNow, RecentDeliveries } from "./window";
 
 /** How often each process reports its destinations, ms. */
@@ -26,7 +26,7 @@ export const HEALTH_SEND_TIMEOUT_MS = 10_000;
 export const HEALTH_RECORDS_PER_SEND = 500;
 
 /** One write of records to the admin topic (acks=all, bounded); `value` null: a tombstone. Rejects when Kafka does not take it. */
-export type SendAdmin = (messages: { key: string; value: string | null }[]) => Promise<unknown>;
+export type { SendAdmin };
 
 /** A process's instance id: 16 random lower-case hex digits (schemas/admin/records.ts InstanceId). */
 export function newInstanceId(): string {
@@ -64,17 +64,31 @@ export interface HealthDeps {
 export class HealthPublisher {
   /** Keys that may hold a report of ours: written, and not since removed by a tombstone Kafka took. */
   private written = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
-  private sending: Promise<void> | undefined;
   private warned = false;
-  private stopped = false;
+  private readonly writes: PeriodicWrite<AdminMessage>;
 
-  constructor(private readonly deps: HealthDeps) {}
+  constructor(private readonly deps: HealthDeps) {
+    this.writes = new PeriodicWrite<AdminMessage>({
+      send: deps.send,
+      everyMs: deps.everyMs ?? HEALTH_EVERY_MS,
+      take: () => this.messages(),
+      messages: (messages) => messages,
+      perSend: HEALTH_RECORDS_PER_SEND,
+      onWritten: (messages) => {
+        this.written = reported(messages);
+        this.warned = false;
+      },
+      onFailed: (messages, error) => {
+        this.written = new Set([...this.written, ...reported(messages)]);
+        if (!this.warned) this.deps.log.warn({ err: error }, "destination health not reported; written again at the next interval");
+        this.warned = true;
+      },
+    });
+  }
 
   /** Writes every `everyMs` from now on. */
   start(): void {
-    this.timer = setInterval(() => void this.publish(), this.deps.everyMs ?? HEALTH_EVERY_MS);
-    this.timer.unref();
+    this.writes.start();
   }
 
   /** Keys that may hold a report of this process now. */
@@ -84,46 +98,36 @@ export class HealthPublisher {
 
   /** Writes the reports of now and the tombstones of destinations no longer run; while a write is under way, waits for it instead. */
   async publish(): Promise<void> {
-    if (this.sending !== undefined || this.stopped) return this.sending;
-    const nowMs = (this.deps.now ?? Date.now)();
-    const records = healthRecords(this.deps.recent.now(nowMs), this.deps.instanceId, new Date(nowMs));
-    const keys = new Set(records.map(adminKey));
-    const messages = [
-      ...records.map((r) => ({ key: adminKey(r), value: JSON.stringify(r) })),
-      ...[...this.written].filter((key) => !keys.has(key)).map((key) => ({ key, value: null })),
-    ];
-    if (messages.length === 0) return;
-    this.sending = this.write(messages)
-      .then(() => {
-        this.written = keys;
-        this.warned = false;
-      })
-      .catch((error: unknown) => {
-        this.written = new Set([...this.written, ...keys]);
-        if (!this.warned) this.deps.log.warn({ err: error }, "destination health not reported; written again at the next interval");
-        this.warned = true;
-      })
-      .finally(() => (this.sending = undefined));
-    await this.sending;
+    await this.writes.write();
   }
 
   /** Stops the timer and removes every report of this process (one try: if Kafka refuses, they go stale in 2 minutes). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.sending;
+    await this.writes.stop();
     if (this.written.size === 0) return;
     try {
-      await this.write([...this.written].map((key) => ({ key, value: null })));
+      await this.writes.send([...this.written].map((key) => ({ key, value: null })));
       this.written.clear();
     } catch (error) {
       this.deps.log.warn({ err: error }, "destination health not removed at the stop; readers ignore it once 2 minutes old");
     }
   }
 
-  private async write(messages: { key: string; value: string | null }[]): Promise<void> {
-    for (let i = 0; i < messages.length; i += HEALTH_RECORDS_PER_SEND) await this.deps.send(messages.slice(i, i + HEALTH_RECORDS_PER_SEND));
+  /** The reports of now, then a tombstone for each key written before that they do not cover. */
+  private messages(): AdminMessage[] {
+    const nowMs = (this.deps.now ?? Date.now)();
+    const records = healthRecords(this.deps.recent.now(nowMs), this.deps.instanceId, new Date(nowMs));
+    const keys = new Set(records.map(adminKey));
+    return [
+      ...records.map((r) => ({ key: adminKey(r), value: JSON.stringify(r) })),
+      ...[...this.written].filter((key) => !keys.has(key)).map((key) => ({ key, value: null })),
+    ];
   }
+}
+
+/** The keys of the reports (not the tombstones) among `messages`. */
+function reported(messages: readonly AdminMessage[]): Set<string> {
+  return new Set(messages.filter((m) => m.value !== null).map((m) => m.key));
 }
 
 /**
@@ -139,7 +143,7 @@ export function startHealth(
   everyMs = HEALTH_EVERY_MS,
 ): HealthPublisher {
   const publisher = new HealthPublisher({
-    send: (messages) => sendWhole(producer, { acks: -1, topicMessages: [{ topic, messages }] }, HEALTH_SEND_TIMEOUT_MS),
+    send: sendAdmin(producer, topic, HEALTH_SEND_TIMEOUT_MS),
     recent,
     instanceId: newInstanceId(),
     log,
