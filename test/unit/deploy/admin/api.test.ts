@@ -14,12 +14,12 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AdminBook } from "../../../../schemas/admin/book";
 import type { AuditRow } from "../../../../schemas/clickhouse/audit";
-import type { TokenRecord } from "../../../../schemas/admin/records";
 import { parseWriteKeys } from "../../../../ingest/admission/keys";
 import { AdminTokens, FailedAttempts, digestOf, type Principal } from "../../../../ingest/admission/tokens";
 import { adminGuard } from "../../../../ingest/http/admin";
 import { adminRouter, allowed } from "../../../../deploy/admin/api";
 import type { AdminContext } from "../../../../deploy/admin/routes";
+import { kafkaWithoutProducer, tokenRecord } from "../../../support/admin-fixtures";
 
 const api = suite("admin api");
 
@@ -37,24 +37,16 @@ api("allowed: operator routes for operators; workspace routes for the path's wor
   assert.ok(allowed({ scope: "any" }, ws1, {}));
 });
 
-const wsToken: TokenRecord = {
-  kind: "token",
-  sha256: digestOf("sat_ws1"),
-  tokenId: "tok_00000000000a",
+const wsToken = tokenRecord(digestOf("sat_ws1"), "tok_00000000000a", {
   name: "ws1",
   scope: "workspace",
   workspaceId: "ws1",
   createdAt: "2026-03-01T00:00:00.000Z",
-  createdBy: "operator",
-};
+});
 const rows: AuditRow[] = [];
 const state = { auditFails: false };
 const context = {
-  kafka: {
-    producer: () => {
-      throw new Error("nothing may be published");
-    },
-  },
+  kafka: kafkaWithoutProducer(),
   adminTopic: "admin",
   book: new AdminBook(),
   configuredKeys: () => parseWriteKeys(["k1=ws1", "k2=ws2"]),

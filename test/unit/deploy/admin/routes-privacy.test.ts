@@ -5,39 +5,19 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { AdminBook } from "../../../../schemas/admin/book";
-import { adminKey, type RegulationRecord } from "../../../../schemas/admin/records";
+import type { RegulationRecord } from "../../../../schemas/admin/records";
 import { REGULATION_ROUTES } from "../../../../deploy/admin/routes-privacy";
 import type { AdminCall, AdminContext } from "../../../../deploy/admin/routes";
+import { adminCall, bookOf, regulationRecord } from "../../../support/admin-fixtures";
 
 const privacy = suite("admin regulation routes");
 
-const AT = "2026-03-01T12:00:00.000Z";
-const regulation = (n: string, workspaceId: string, overallStatus: RegulationRecord["overallStatus"]): RegulationRecord => ({
-  kind: "regulation",
-  regulateId: `reg_${n.repeat(16)}`,
-  workspaceId,
-  regulationType: "DELETE_ONLY",
-  subjectType: "USER_ID",
-  subjectIds: ["u1"],
-  overallStatus,
-  finished: 0,
-  createdAt: AT,
-  createdBy: "operator",
-  updatedAt: AT,
-});
+const regulation = (n: string, workspaceId: string, overallStatus: RegulationRecord["overallStatus"]) =>
+  regulationRecord({ regulateId: `reg_${n.repeat(16)}`, workspaceId, overallStatus });
 
-const book = new AdminBook();
-for (const r of [regulation("1", "ws1", "FINISHED"), regulation("2", "ws1", "RUNNING"), regulation("3", "ws2", "FINISHED")])
-  book.apply(adminKey(r), JSON.stringify(r));
+const book = bookOf(regulation("1", "ws1", "FINISHED"), regulation("2", "ws1", "RUNNING"), regulation("3", "ws2", "FINISHED"));
 const context = { book } as unknown as AdminContext;
-const call = (params: Record<string, string>, query: AdminCall["query"] = {}): AdminCall => ({
-  params,
-  query,
-  body: undefined,
-  principal: { kind: "operator", actor: "operator" },
-  now: new Date(),
-});
+const call = (params: Record<string, string>, query: AdminCall["query"] = {}) => adminCall(params, { query });
 const route = (id: string) => REGULATION_ROUTES.find((r) => r.operationId === id)!;
 const list = (query: AdminCall["query"]) => route("regulations.list").handle(context, call({ workspaceId: "ws1" }, query));
 

@@ -8,6 +8,7 @@ import * as assert from "uvu/assert";
 import type { Sql } from "../../../../schemas/clickhouse/client";
 import type { AdminCall, AdminContext } from "../../../../deploy/admin/routes";
 import { flaggedMessage, limitOf, VIOLATION_ROUTES, violationsQuery } from "../../../../deploy/admin/routes-violations";
+import { adminCall } from "../../../support/admin-fixtures";
 
 const violations = suite("admin violations route");
 
@@ -58,13 +59,7 @@ violations("the route: scope workspace, its answer named; the path's workspace q
     },
   };
   const context = { workspace: { plans: { sql: async () => ({ sql, database: "db", table: "events" }) } } } as unknown as AdminContext;
-  const call = (query: AdminCall["query"]): AdminCall => ({
-    params: { workspaceId: "ws1" },
-    query,
-    body: undefined,
-    principal: { kind: "operator", actor: "operator" },
-    now: new Date(),
-  });
+  const call = (query: AdminCall["query"]) => adminCall({ workspaceId: "ws1" }, { query });
   const refused = await route!.handle(context, call({ limit: "0" }));
   assert.equal(refused, { ok: false, status: 400, error: "limit is a whole number from 1 to 200", field: "limit" });
   assert.is(queries.length, 0);

@@ -6,7 +6,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { WORKSPACE_ROUTES } from "../../../../deploy/admin/routes-workspace";
-import type { AdminCall, AdminContext, AdminRoute } from "../../../../deploy/admin/routes";
+import type { AdminContext, AdminRoute } from "../../../../deploy/admin/routes";
+import { adminCall } from "../../../support/admin-fixtures";
 
 const routes = suite("admin destination and plan routes");
 
@@ -27,13 +28,11 @@ const route = (operationId: string): AdminRoute => {
   return found!;
 };
 
-const call = (body: unknown): AdminCall => ({
-  params: { workspaceId: "ws-1", destinationId: "d-1" },
-  query: {},
-  body,
-  principal: { kind: "workspace", workspaceId: "ws-1", actor: "tok_000000000000" },
-  now: new Date("2026-11-29T12:00:00Z"),
-});
+const call = (body: unknown) =>
+  adminCall(
+    { workspaceId: "ws-1", destinationId: "d-1" },
+    { body, principal: { kind: "workspace", workspaceId: "ws-1", actor: "tok_000000000000" }, now: new Date("2026-11-29T12:00:00Z") },
+  );
 
 routes("every route is a workspace's, under its path's {workspaceId}", () => {
   assert.ok(WORKSPACE_ROUTES.length >= 12);

@@ -8,6 +8,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AdminBook } from "../../../../schemas/admin/book";
 import { ADMIN_ROUTES, isoTime, type AdminCall, type AdminContext } from "../../../../deploy/admin/routes";
+import { adminCall } from "../../../support/admin-fixtures";
 
 const routes = suite("admin routes table");
 
@@ -53,13 +54,7 @@ routes("the audit routes refuse a bad limit or since before reading", async () =
       },
     },
   } as unknown as AdminContext;
-  const call = (query: AdminCall["query"]): AdminCall => ({
-    params: { workspaceId: "ws1" },
-    query,
-    body: undefined,
-    principal: { kind: "operator", actor: "operator" },
-    now: new Date(),
-  });
+  const call = (query: AdminCall["query"]) => adminCall({ workspaceId: "ws1" }, { query });
   for (const id of ["audit.list", "audit.workspace"]) {
     for (const limit of ["0", "1001", "1.5", "abc"]) {
       const result = await route(id).handle(context, call({ limit }));

@@ -4,42 +4,21 @@
  * before anything is published (a stand-in Kafka whose producer() throws proves nothing was).
  * Publishing against Kafka is test/live/admin-api.test.ts.
  */
-import type { Kafka } from "kafkajs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { AdminBook } from "../../../../schemas/admin/book";
-import { adminKey, type KeyRecord } from "../../../../schemas/admin/records";
+import type { KeyRecord } from "../../../../schemas/admin/records";
 import type { OpResult } from "../../../../schemas/admin/result";
 import { parseWriteKeys, sha256 } from "../../../../ingest/admission/keys";
 import { createWriteKey, keyIdOf, listWriteKeys, revokeWriteKey } from "../../../../deploy/commands/keys";
+import { bookOf, kafkaWithoutProducer, keyRecordOf } from "../../../support/admin-fixtures";
 
 const keys = suite("keys commands");
 
 const NOW = new Date("2026-03-02T00:00:00.000Z");
-const noKafka = {
-  kafka: {
-    producer: () => {
-      throw new Error("nothing may be published");
-    },
-  } as unknown as Kafka,
-  topic: "admin",
-};
+const noKafka = { kafka: kafkaWithoutProducer(), topic: "admin" };
 
-const record = (key: string, workspaceId: string, createdAt: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({
-  kind: "key",
-  sha256: sha256(key),
-  workspaceId,
-  fingerprint: key.slice(0, 9),
-  createdAt,
-  createdBy: "operator",
-  ...extra,
-});
-
-function bookOf(...records: KeyRecord[]): AdminBook {
-  const book = new AdminBook();
-  for (const r of records) book.apply(adminKey(r), JSON.stringify(r));
-  return book;
-}
+const record = (key: string, workspaceId: string, createdAt: string, extra: Partial<KeyRecord> = {}) =>
+  keyRecordOf(key, workspaceId, { createdAt, ...extra });
 
 function refusal<T>(result: OpResult<T>): { status: number; field?: string } {
   if (result.ok) throw new Error(`expected a refusal, got ${JSON.stringify(result.value)}`);

@@ -6,14 +6,13 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import pino from "pino";
 import type { Kafka } from "kafkajs";
 import type { RegulationRecord } from "../../../../schemas/admin/records";
-import type { Sql } from "../../../../schemas/clickhouse/client";
 import { privacyConfig } from "../../../../deploy/setup/config";
 import type { PrivacyRequest } from "../../../../deploy/commands/privacy";
 import { regulationOf, type RegulationsContext } from "../../../../deploy/commands/regulations";
 import { listText, regulationsCommand, showText, statusLine } from "../../../../deploy/commands/regulations-command";
+import { regulationsContext, runRequestInto } from "../../../support/admin-fixtures";
 
 /** A context whose admin topic is an array and whose Kafka, if reached, fails the test. */
 function world(run: (r: PrivacyRequest) => Promise<void> = async () => {}, env: Record<string, string> = { USER: "tester" }) {
@@ -21,24 +20,16 @@ function world(run: (r: PrivacyRequest) => Promise<void> = async () => {}, env: 
   const requests: PrivacyRequest[] = [];
   const out: string[] = [];
   const err: string[] = [];
-  const ctx: RegulationsContext = {
+  const ctx = regulationsContext(published, {
     kafka: new Proxy({} as Kafka, {
       get: () => {
         throw new Error("Kafka reached");
       },
     }),
     config: privacyConfig(env),
-    sql: {} as Sql,
-    log: pino({ level: "silent" }),
-    now: () => new Date("2026-03-01T12:00:00.000Z"),
     run: { retryPauseMs: 1 },
-    runRequest: async (r) => {
-      requests.push(r);
-      await run(r);
-      return { requestId: "r", ids: [], removed: [], sinkCaughtUp: true, seconds: 0 };
-    },
-    publish: async (records) => void published.push(...records),
-  };
+    runRequest: runRequestInto(requests, run),
+  });
   const io = { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) };
   return { ctx, io, published, requests, out, err };
 }

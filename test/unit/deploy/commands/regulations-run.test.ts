@@ -6,37 +6,23 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import pino from "pino";
-import type { Kafka } from "kafkajs";
 import { AdminBook } from "../../../../schemas/admin/book";
 import { adminKey, parseAdminRecord, type RegulationRecord } from "../../../../schemas/admin/records";
-import type { Sql } from "../../../../schemas/clickhouse/client";
-import { privacyConfig } from "../../../../deploy/setup/config";
-import { DeletionIncompleteError, type PrivacyReport, type PrivacyRequest } from "../../../../deploy/commands/privacy";
-import { regulationOf, type RegulationsContext, type RunOptions } from "../../../../deploy/commands/regulations";
+import { DeletionIncompleteError, type PrivacyRequest } from "../../../../deploy/commands/privacy";
+import { regulationOf, type RunOptions } from "../../../../deploy/commands/regulations";
 import { boundedError, MAX_ERROR_LENGTH, RegulationRunner, runRegulation } from "../../../../deploy/commands/regulations-run";
-
-const REPORT: PrivacyReport = { requestId: "r", ids: [], removed: [], sinkCaughtUp: true, seconds: 0 };
+import { regulationsContext, runRequestInto } from "../../../support/admin-fixtures";
 
 /** A world: what was published, what was requested, a clock a second a call. */
 function world(run: (request: PrivacyRequest) => Promise<void> = async () => {}, options: Partial<RunOptions> = {}) {
   const published: RegulationRecord[] = [];
   const requests: PrivacyRequest[] = [];
   let clock = Date.parse("2026-03-01T12:00:00.000Z");
-  const ctx: RegulationsContext = {
-    kafka: {} as Kafka,
-    config: privacyConfig({ USER: "tester" }),
-    sql: {} as Sql,
-    log: pino({ level: "silent" }),
+  const ctx = regulationsContext(published, {
     now: () => new Date((clock += 1000)),
     run: { retryPauseMs: 1, heartbeatMs: 60_000, ...options },
-    runRequest: async (request) => {
-      requests.push(request);
-      await run(request);
-      return REPORT;
-    },
-    publish: async (records) => void published.push(...records),
-  };
+    runRequest: runRequestInto(requests, run),
+  });
   return { ctx, published, requests };
 }
 

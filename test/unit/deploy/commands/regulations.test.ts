@@ -5,13 +5,8 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import pino from "pino";
-import type { Kafka } from "kafkajs";
-import { AdminBook } from "../../../../schemas/admin/book";
 import { adminKey, type RegulationRecord } from "../../../../schemas/admin/records";
 import type { OpResult } from "../../../../schemas/admin/result";
-import type { Sql } from "../../../../schemas/clickhouse/client";
-import { privacyConfig } from "../../../../deploy/setup/config";
 import {
   createRegulation,
   listRegulations,
@@ -20,8 +15,8 @@ import {
   privacyRequestOf,
   regulationOf,
   regulationStatus,
-  type RegulationsContext,
 } from "../../../../deploy/commands/regulations";
+import { bookOf, regulationsContext } from "../../../support/admin-fixtures";
 
 const NOW = new Date("2026-03-01T12:00:00.000Z");
 const body = (extra: Record<string, unknown> = {}) => ({
@@ -122,21 +117,9 @@ test("mapping: each type -> the privacy request users delete|suppress|unsuppress
   assert.equal(privacyRequestOf(record("UNSUPPRESS"), "u7"), { ...common, action: "unsuppress", suppress: false });
 });
 
-/** A context whose admin topic is an array, and whose Kafka and ClickHouse are never reached. */
-function context(published: RegulationRecord[]): RegulationsContext {
-  return {
-    kafka: {} as Kafka,
-    config: privacyConfig({ USER: "tester" }),
-    sql: {} as Sql,
-    log: pino({ level: "silent" }),
-    now: () => NOW,
-    publish: async (records) => void published.push(...records),
-  };
-}
-
 test("createRegulation publishes the new regulation INITIALIZED and returns it; a refusal publishes nothing", async () => {
   const published: RegulationRecord[] = [];
-  const ctx = context(published);
+  const ctx = regulationsContext(published, { now: () => NOW });
   const made = await createRegulation(ctx, body({ regulationType: "DELETE_ONLY" }), "ws1", "cli:jane");
   assert.ok(made.ok);
   assert.equal(published, made.ok ? [made.value] : []);
@@ -145,13 +128,6 @@ test("createRegulation publishes the new regulation INITIALIZED and returns it; 
   assert.is(refusal(refused).field, "subjectType");
   assert.is(published.length, 1);
 });
-
-/** A book holding these records, as the admin topic would after they were written. */
-function bookOf(records: RegulationRecord[]): AdminBook {
-  const book = new AdminBook();
-  for (const r of records) book.apply(adminKey(r), JSON.stringify(r));
-  return book;
-}
 
 const at = (regulateId: string, workspaceId: string, createdAt: string, patch: Partial<RegulationRecord> = {}): RegulationRecord => {
   const made = regulationOf(body(), workspaceId, "cli:jane", new Date(createdAt));
@@ -163,7 +139,7 @@ test("listRegulations: newest first, by workspace, by status and type", () => {
   const a = at("reg_000000000000000a", "ws1", "2026-03-01T10:00:00.000Z");
   const b = at("reg_000000000000000b", "ws2", "2026-03-01T11:00:00.000Z", { overallStatus: "FINISHED", finished: 1 });
   const c = at("reg_000000000000000c", "ws1", "2026-03-01T12:00:00.000Z", { regulationType: "UNSUPPRESS", overallStatus: "FAILED" });
-  const book = bookOf([a, b, c]);
+  const book = bookOf(a, b, c);
   assert.is(book.regulations.size, 3, "each record was taken by the book (a valid record)");
   const ids = (rs: RegulationRecord[]) => rs.map((r) => r.regulateId.slice(-1));
   assert.equal(ids(listRegulations(book)), ["c", "b", "a"]);
@@ -175,7 +151,7 @@ test("listRegulations: newest first, by workspace, by status and type", () => {
 
 test("regulationStatus: found, for its own workspace or unscoped; another workspace's answers exactly as an absent one", () => {
   const a = at("reg_000000000000000a", "ws1", "2026-03-01T10:00:00.000Z");
-  const book = bookOf([a]);
+  const book = bookOf(a);
   assert.equal(regulationStatus(book, a.regulateId), { ok: true, value: a });
   assert.equal(regulationStatus(book, a.regulateId, "ws1"), { ok: true, value: a });
   const foreign = regulationStatus(book, a.regulateId, "ws2");

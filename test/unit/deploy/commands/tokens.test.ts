@@ -3,55 +3,28 @@
  * its field, before anything is published (a stand-in Kafka whose producer() throws), the list
  * never holding a digest, and revoke's answers that need no publishing.
  */
-import type { Kafka } from "kafkajs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { AdminBook } from "../../../../schemas/admin/book";
-import { adminKey, type TokenRecord } from "../../../../schemas/admin/records";
 import type { OpResult } from "../../../../schemas/admin/result";
 import { createAdminToken, listAdminTokens, revokeAdminToken } from "../../../../deploy/commands/tokens";
+import { bookOf, kafkaWithoutProducer, tokenRecord } from "../../../support/admin-fixtures";
 
 const tokens = suite("tokens commands");
 
 const NOW = new Date("2026-03-02T00:00:00.000Z");
-const noKafka = {
-  kafka: {
-    producer: () => {
-      throw new Error("nothing may be published");
-    },
-  } as unknown as Kafka,
-  topic: "admin",
-};
+const noKafka = { kafka: kafkaWithoutProducer(), topic: "admin" };
 
 const A = "a".repeat(64);
 const B = "b".repeat(64);
-const live: TokenRecord = {
-  kind: "token",
-  sha256: A,
-  tokenId: "tok_00000000000a",
-  name: "ops",
-  scope: "operator",
-  createdAt: "2026-03-01T02:00:00.000Z",
-  createdBy: "operator",
-};
-const gone: TokenRecord = {
-  kind: "token",
-  sha256: B,
-  tokenId: "tok_00000000000b",
+const live = tokenRecord(A, "tok_00000000000a", { name: "ops", createdAt: "2026-03-01T02:00:00.000Z" });
+const gone = tokenRecord(B, "tok_00000000000b", {
   name: "jane",
   scope: "workspace",
   workspaceId: "ws1",
   createdAt: "2026-03-01T01:00:00.000Z",
-  createdBy: "operator",
   revokedAt: "2026-03-01T03:00:00.000Z",
   revokedBy: "operator",
-};
-
-function bookOf(...records: TokenRecord[]): AdminBook {
-  const book = new AdminBook();
-  for (const r of records) book.apply(adminKey(r), JSON.stringify(r));
-  return book;
-}
+});
 
 function fieldOf<T>(result: OpResult<T>): [number, string | undefined] {
   if (result.ok) throw new Error(`expected a refusal, got ${JSON.stringify(result.value)}`);

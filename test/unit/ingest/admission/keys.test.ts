@@ -6,7 +6,7 @@ import * as assert from "uvu/assert";
 import { WriteKeys } from "../../../../ingest/admission/auth";
 import { createKey, readKeys, revokeKeys } from "../../../../ingest/admission/keys";
 import { acceptedKeys, parseKeysFile, parseWriteKeys, sha256 } from "../../../../ingest/admission/keys";
-import type { KeyRecord } from "../../../../schemas/admin/records";
+import { keyRecordOf } from "../../../support/admin-fixtures";
 
 test("entries may be plain keys (hashed on reading) or sha256 digests", () => {
   const hex = sha256("k2");
@@ -50,15 +50,8 @@ test("an absent file has no keys", () => {
   assert.equal(readKeys(path), []);
 });
 
-const keyRecord = (key: string, workspaceId: string, revokedAt?: string): KeyRecord => ({
-  kind: "key",
-  sha256: sha256(key),
-  workspaceId,
-  fingerprint: key.slice(0, 9),
-  createdAt: "2026-03-01T12:00:00.000Z",
-  createdBy: "operator",
-  ...(revokedAt === undefined ? {} : { revokedAt, revokedBy: "operator" }),
-});
+const keyRecord = (key: string, workspaceId: string, revokedAt?: string) =>
+  keyRecordOf(key, workspaceId, revokedAt === undefined ? {} : { revokedAt, revokedBy: "operator" });
 
 test("acceptedKeys: the file's keys and the topic's, a revoke on the topic winning over the file", () => {
   const configured = parseWriteKeys(["k1=ws1", "k2=ws2"]);

@@ -16,24 +16,12 @@ import {
   generateToken,
   mayAccess,
 } from "../../../../ingest/admission/tokens";
+import { AT, tokenRecord } from "../../../support/admin-fixtures";
 
 const tokens = suite("admin tokens");
 
-const AT = "2026-03-01T12:00:00.000Z";
-
 /** A token record for `token`, and the stand-in lookup of the admin topic holding `records`. */
-function recordOf(token: string, tokenId: string, extra: Partial<TokenRecord> = {}): TokenRecord {
-  return {
-    kind: "token",
-    sha256: digestOf(token),
-    tokenId,
-    name: "n",
-    scope: "operator",
-    createdAt: AT,
-    createdBy: "operator",
-    ...extra,
-  } as TokenRecord;
-}
+const recordOf = (token: string, tokenId: string, extra: Partial<TokenRecord> = {}) => tokenRecord(digestOf(token), tokenId, extra);
 const lookup = (records: TokenRecord[]) => ({ token: (sha256: string) => records.find((r) => r.sha256 === sha256) });
 
 tokens("a new token is sat_ and 43 base64url characters; its id tok_ and 12 hex; its digest that of its text", () => {

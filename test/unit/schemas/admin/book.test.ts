@@ -7,35 +7,15 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AdminBook } from "../../../../schemas/admin/book";
 import { adminKey, type KeyRecord, type RegulationRecord, type TokenRecord } from "../../../../schemas/admin/records";
+import { AT, keyRecord, regulationRecord, tokenRecord } from "../../../support/admin-fixtures";
 
 const book = suite("admin book");
 
 const A = "a".repeat(64);
 const B = "b".repeat(64);
-const AT = "2026-03-01T12:00:00.000Z";
-const key: KeyRecord = { kind: "key", sha256: A, workspaceId: "ws1", fingerprint: "wk_abcdef", createdAt: AT, createdBy: "operator" };
-const token: TokenRecord = {
-  kind: "token",
-  sha256: B,
-  tokenId: "tok_0123456789ab",
-  name: "n",
-  scope: "operator",
-  createdAt: AT,
-  createdBy: "operator",
-};
-const regulation: RegulationRecord = {
-  kind: "regulation",
-  regulateId: "reg_0123456789abcdef",
-  workspaceId: "ws1",
-  regulationType: "DELETE_ONLY",
-  subjectType: "USER_ID",
-  subjectIds: ["u1"],
-  overallStatus: "INITIALIZED",
-  finished: 0,
-  createdAt: AT,
-  createdBy: "operator",
-  updatedAt: AT,
-};
+const key = keyRecord(A, "ws1");
+const token = tokenRecord(B, "tok_0123456789ab");
+const regulation = regulationRecord();
 const put = (b: AdminBook, r: KeyRecord | TokenRecord | RegulationRecord) => b.apply(adminKey(r), JSON.stringify(r));
 const usedAt = (b: AdminBook, at: string) => b.apply(`key-used:${A}`, JSON.stringify({ kind: "key-used", sha256: A, lastUsedAt: at }));
 

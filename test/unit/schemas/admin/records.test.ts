@@ -6,38 +6,16 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { adminKey, parseAdminRecord, type AdminRecord } from "../../../../schemas/admin/records";
+import { AT, keyRecord, regulationRecord, tokenRecord } from "../../../support/admin-fixtures";
 
 const records = suite("admin records");
 
 const A = "a".repeat(64);
 const B = "b".repeat(64);
-const AT = "2026-03-01T12:00:00.000Z";
-
-const key: AdminRecord = { kind: "key", sha256: A, workspaceId: "ws1", fingerprint: "wk_abcdef", createdAt: AT, createdBy: "operator" };
+const key: AdminRecord = keyRecord(A, "ws1");
 const used: AdminRecord = { kind: "key-used", sha256: A, lastUsedAt: AT };
-const token: AdminRecord = {
-  kind: "token",
-  sha256: B,
-  tokenId: "tok_0123456789ab",
-  name: "jane",
-  scope: "workspace",
-  workspaceId: "ws1",
-  createdAt: AT,
-  createdBy: "operator",
-};
-const regulation: AdminRecord = {
-  kind: "regulation",
-  regulateId: "reg_0123456789abcdef",
-  workspaceId: "ws1",
-  regulationType: "DELETE_ONLY",
-  subjectType: "USER_ID",
-  subjectIds: ["u1"],
-  overallStatus: "INITIALIZED",
-  finished: 0,
-  createdAt: AT,
-  createdBy: "operator",
-  updatedAt: AT,
-};
+const token: AdminRecord = tokenRecord(B, "tok_0123456789ab", { name: "jane", scope: "workspace", workspaceId: "ws1" });
+const regulation: AdminRecord = regulationRecord();
 
 records("adminKey is <kind>:<id> for each kind", () => {
   assert.is(adminKey(key), `key:${A}`);

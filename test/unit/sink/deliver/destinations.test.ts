@@ -10,6 +10,7 @@ import * as assert from "uvu/assert";
 import pino from "pino";
 import type { WebhookDestination } from "../../../../schemas/destinations";
 import { Destinations, type RunningLoop } from "../../../../sink/deliver/destinations";
+import { webhookDestination } from "../../../support/admin-fixtures";
 
 const log = pino({ level: "silent" });
 
@@ -57,20 +58,8 @@ function setUp(failures = 0) {
   return { destinations, made, deleted };
 }
 
-const d = (over: Partial<WebhookDestination> = {}): WebhookDestination => ({
-  destinationId: "d-1",
-  workspaceId: "w1",
-  kind: "webhook",
-  name: "Webhooks",
-  url: "http://127.0.0.1:9/hook",
-  headers: {},
-  batchSize: 1,
-  batchWaitMs: 0,
-  paused: false,
-  createdAt: "2026-11-01T00:00:00.000Z",
-  updatedAt: "2026-11-01T00:00:00.000Z",
-  ...over,
-});
+const CREATED = "2026-11-01T00:00:00.000Z";
+const d = (over: Partial<WebhookDestination> = {}) => webhookDestination("d-1", "w1", { createdAt: CREATED, updatedAt: CREATED, ...over });
 const record = (destination: WebhookDestination) => Buffer.from(JSON.stringify(destination));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(what: string, check: () => boolean, ms = 3_000): Promise<void> {

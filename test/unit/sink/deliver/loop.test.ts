@@ -19,6 +19,7 @@ import { PrivacyList } from "../../../../schemas/privacy/list";
 import { DestinationLoop, type LoopDeps } from "../../../../sink/deliver/loop";
 import { deliverMetrics, type DeliverMetrics } from "../../../../sink/deliver/metrics";
 import { closeConnections } from "../../../../sink/deliver/post";
+import { webhookDestination } from "../../../support/admin-fixtures";
 import { storedLine } from "../../../support/samples";
 
 /** A kafkajs consumer's stand-in: its events, calls, and the batches a test feeds it. */
@@ -103,20 +104,8 @@ function close(server: Server) {
   closeConnections();
 }
 
-const destination = (url: string, over: Partial<WebhookDestination> = {}): WebhookDestination => ({
-  destinationId: "d-1",
-  workspaceId: "ws-1",
-  kind: "webhook",
-  name: "Webhooks",
-  url,
-  headers: {},
-  batchSize: 1,
-  batchWaitMs: 0,
-  paused: false,
-  createdAt: new Date().toISOString(),
-  updatedAt: new Date().toISOString(),
-  ...over,
-});
+const destination = (url: string, over: Partial<WebhookDestination> = {}) =>
+  webhookDestination("d-1", "ws-1", { url, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), ...over });
 
 const line = () => storedLine("ws-1", { type: "track", event: "Order Completed", userId: "u1", messageId: "m1" } as Message, new Date());
 

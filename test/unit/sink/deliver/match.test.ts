@@ -8,21 +8,11 @@ import * as assert from "uvu/assert";
 import type { WebhookDestination } from "../../../../schemas/destinations";
 import type { DeliveryMessage } from "../../../../sink/deliver/message";
 import { consented, integrationAllows, skipReason } from "../../../../sink/deliver/match";
+import { webhookDestination } from "../../../support/admin-fixtures";
 
-const destination = (over: Partial<WebhookDestination> = {}): WebhookDestination => ({
-  destinationId: "d1",
-  workspaceId: "w1",
-  kind: "webhook",
-  name: "Webhooks",
-  url: "https://hooks.example.com/",
-  headers: {},
-  batchSize: 1,
-  batchWaitMs: 0,
-  paused: false,
-  createdAt: "2026-01-01T00:00:00.000Z",
-  updatedAt: "2026-01-01T00:00:00.000Z",
-  ...over,
-});
+const MADE = "2026-01-01T00:00:00.000Z";
+const destination = (over: Partial<WebhookDestination> = {}) =>
+  webhookDestination("d1", "w1", { url: "https://hooks.example.com/", createdAt: MADE, updatedAt: MADE, ...over });
 
 const message = (over: Record<string, unknown> = {}): DeliveryMessage => ({
   messageId: "m1",

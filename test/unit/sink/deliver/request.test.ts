@@ -10,21 +10,17 @@ import { createHmac } from "node:crypto";
 import type { WebhookDestination } from "../../../../schemas/destinations";
 import { entryKey, PrivacyList } from "../../../../schemas/privacy/list";
 import { planRequests, requestOf, type FetchedRecord } from "../../../../sink/deliver/request";
+import { webhookDestination } from "../../../support/admin-fixtures";
 
-const destination = (over: Partial<WebhookDestination> = {}): WebhookDestination => ({
-  destinationId: "d1",
-  workspaceId: "w1",
-  kind: "webhook",
-  name: "Webhooks",
-  url: "http://127.0.0.1:9/",
-  headers: { Authorization: "Bearer t" },
-  batchSize: 1,
-  batchWaitMs: 0,
-  paused: false,
-  createdAt: "2026-11-29T00:00:00.000Z",
-  updatedAt: "2026-11-29T00:00:00.000Z",
-  ...over,
-});
+const MADE = "2026-11-29T00:00:00.000Z";
+const destination = (over: Partial<WebhookDestination> = {}) =>
+  webhookDestination("d1", "w1", {
+    url: "http://127.0.0.1:9/",
+    headers: { Authorization: "Bearer t" },
+    createdAt: MADE,
+    updatedAt: MADE,
+    ...over,
+  });
 
 let offset = 100;
 const record = (over: Record<string, unknown> = {}): FetchedRecord => ({
