@@ -7,7 +7,8 @@
  */
 import typia, { type tags } from "typia";
 import type { AuditRow } from "../../schemas/clickhouse/audit";
-import type { RegulationRecord, RegulationType } from "../../schemas/admin/records";
+import type { RegulationRecord, RegulationType, ReplayRecord } from "../../schemas/admin/records";
+import type { ReplayBody } from "../commands/replay-run";
 import type { EventCatalogRow, PropertyCatalogRow } from "../../schemas/clickhouse/catalog";
 import type { ListedKey } from "../commands/keys";
 import type { ListedToken, TokenInput } from "../commands/tokens";
@@ -90,6 +91,14 @@ export interface PlanDiff {
 export type PlanCheck = CheckReport;
 /** POST .../destinations/{id}/test. */
 export type DestinationTest = TestAnswer;
+/** A destination's replay of a time range and its progress. */
+export type Replay = ReplayRecord;
+
+/** GET .../destinations/{id}/replays. */
+export interface ReplayList {
+  replays: ReplayRecord[];
+}
+
 /** GET .../catalog. */
 export interface Catalog {
   events: EventCatalogRow[];
@@ -117,6 +126,9 @@ const collection = typia.json.schemas<
     AddedDestination,
     DestinationTest,
     ReplayCounts,
+    ReplayBody,
+    Replay,
+    ReplayList,
     Removed,
     TrackingPlan,
     PlanBody,
@@ -144,6 +156,7 @@ const ALIASES: Record<string, string> = {
   DestinationTest: "TestAnswer",
   PlanCheck: "CheckReport",
   Regulation: "RegulationRecord",
+  Replay: "ReplayRecord",
 };
 
 /** typia's components, with ALIASES (test/faults/node/admin-fuzz.test.ts checks every `$ref` resolves). */
@@ -171,6 +184,7 @@ const PATH_PARAMETERS: Record<string, object> = {
   tokenId: { type: "string", pattern: "^tok_[0-9a-f]{12}$" },
   destinationId: { type: "string", pattern: "^[a-z0-9][a-z0-9-]{0,62}$" },
   regulateId: { type: "string", pattern: "^reg_[0-9a-f]{16}$" },
+  replayId: { type: "string", pattern: "^rpl_[0-9a-f]{16}$" },
 };
 
 /** The schema of each query parameter, by name or `<operationId>:<name>` (the server's bounds: routes*.ts). */
@@ -205,7 +219,9 @@ function responsesOf(route: AdminRoute): Record<string, object> {
     "401": refusal("no token, or one that is unknown or revoked"),
     "403": refusal("the token may not do this (an operator route, or another workspace's)"),
     ...(route.method === "get" && route.scope !== "workspace" ? {} : { "404": refusal("no such thing in this workspace") }),
-    ...(route.method === "get" ? {} : { "409": refusal("a conflict (an id another workspace holds)") }),
+    ...(route.method === "get"
+      ? {}
+      : { "409": refusal("a conflict (an id another workspace holds, a replay of that destination under way)") }),
     ...(route.body === undefined
       ? {}
       : {

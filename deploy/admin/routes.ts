@@ -26,6 +26,7 @@ import { WORKSPACE_ROUTES, type WorkspaceContext } from "./routes-workspace";
 import { HEALTH_ROUTES } from "./routes-health";
 import { VIOLATION_ROUTES } from "./routes-violations";
 import { DLQ_ROUTES, type DlqContext } from "./routes-dlq";
+import { REPLAY_ROUTES, type ReplaysPart } from "./routes-replays";
 
 /** What the routes act on. */
 export interface AdminContext {
@@ -45,6 +46,8 @@ export interface AdminContext {
   workspace: WorkspaceContext;
   /** What the DLQ routes read. */
   dlq: DlqContext;
+  /** What the replay routes act with, and the runner of replays in this ingest. */
+  replays: ReplaysPart;
 }
 
 /** One call of a route: its path parameters, query, parsed JSON body, caller and time. */
@@ -208,6 +211,7 @@ const CORE_ROUTES: readonly AdminRoute[] = [
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   ...CORE_ROUTES,
   ...WORKSPACE_ROUTES,
+  ...REPLAY_ROUTES,
   ...HEALTH_ROUTES,
   ...VIOLATION_ROUTES,
   ...REGULATION_ROUTES,

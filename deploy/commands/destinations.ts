@@ -20,10 +20,11 @@ import type { Kafka } from "kafkajs";
 import type { Logger } from "pino";
 import { done, refuse, type OpResult } from "../../schemas/admin/result";
 import type { KafkaConfig } from "../../schemas/config";
-import { listed, parseDestination, type WebhookDestination } from "../../schemas/destinations";
-import { followCompacted } from "../../schemas/kafka/follow";
+import { listed, type WebhookDestination } from "../../schemas/destinations";
 import { publishRecords } from "../../schemas/kafka/producer";
 import { cliRefusal, destinationFrom, destinationInputOf, type DestinationInput } from "./destination-input";
+
+import { readDestinations, type DestinationView } from "./destination-view";
 
 export type { DestinationInput } from "./destination-input";
 
@@ -35,6 +36,8 @@ export interface DestinationsSettings {
   /** DESTINATIONS_ALLOW_LINK_LOCAL=true: link-local and metadata addresses allowed. */
   allowLinkLocal: boolean;
   env: Record<string, string | undefined>;
+  /** Where the topic's state is read (destination-view.ts); absent: read whole by each call. */
+  view?: DestinationView;
 }
 
 /** Where the command writes: its answer (stdout) and its notes (stderr). */
@@ -43,25 +46,9 @@ export interface Output {
   err: (text: string) => void;
 }
 
-/** Every destination on the topic now, by destinationId. */
-export async function readDestinations(
-  kafka: Kafka,
-  topic: string,
-  clientId: string,
-  log: Logger,
-): Promise<Map<string, WebhookDestination>> {
-  const destinations = new Map<string, WebhookDestination>();
-  const following = await followCompacted(
-    kafka,
-    { topic, groupPrefix: `${clientId}-destinations-cli`, label: "destinations", log },
-    (key, value) => {
-      const d = parseDestination(value);
-      if (d === undefined || d.destinationId !== key) destinations.delete(key);
-      else destinations.set(key, d);
-    },
-  );
-  await following.stop();
-  return destinations;
+/** The destinations on the topic now: the settings' view, or the topic read whole (the CLI). Throws what Kafka throws. */
+function destinationsNow(settings: DestinationsSettings, kafka: Kafka, log: Logger): Promise<ReadonlyMap<string, WebhookDestination>> {
+  return settings.view?.current() ?? readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log);
 }
 
 /** Writes `value` (a destination, or null to remove it) under `destinationId`, acknowledged by every in-sync replica. */
@@ -108,7 +95,7 @@ export async function findDestination(
   destinationId: string,
   workspaceId?: string,
 ): Promise<OpResult<WebhookDestination>> {
-  const d = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(destinationId);
+  const d = (await destinationsNow(settings, kafka, log)).get(destinationId);
   if (d === undefined || (workspaceId !== undefined && d.workspaceId !== workspaceId))
     return refuse(404, `no destination ${destinationId}`, "destinationId");
   return done(d);
@@ -132,7 +119,7 @@ export async function addDestination(
   if (!made.ok) return made;
   const d = made.value.destination;
   if (input.id !== undefined) {
-    const current = (await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).get(d.destinationId);
+    const current = (await destinationsNow(settings, kafka, log)).get(d.destinationId);
     if (current !== undefined && current.workspaceId !== d.workspaceId)
       return refuse(
         409,
@@ -152,7 +139,7 @@ export async function listDestinations(
   log: Logger,
   workspaceId?: string,
 ): Promise<ListedDestination[]> {
-  return [...(await readDestinations(kafka, settings.kafka.destinationsTopic, settings.kafka.clientId, log)).values()]
+  return [...(await destinationsNow(settings, kafka, log)).values()]
     .filter((d) => workspaceId === undefined || d.workspaceId === workspaceId)
     .map(listedDestination);
 }

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { AdminBook } from "../../schemas/admin/book";
 import type { RegulationRecord } from "../../schemas/admin/records";
 import { runPrivacyRequest, type PrivacyReport, type PrivacyRequest } from "./privacy";
+import { BackgroundRunner, RecordProgress, staleRecords } from "./background";
 import { privacyRequestOf, publisherOf, type RegulationsContext, type RunOptions } from "./regulations";
 
 /** How a run paces itself unless the context says otherwise: 3 tries 5 s apart, a heartbeat a minute, `users delete`'s mutation wait. */
@@ -38,7 +39,7 @@ export async function runRegulation(ctx: RegulationsContext, record: RegulationR
   const options = { ...RUN_DEFAULTS, ...ctx.run };
   const total = record.subjectIds.length;
   const start = record.overallStatus === "RUNNING" ? Math.min(record.finished, total) : 0;
-  const progress = new Progress(ctx, record);
+  const progress = new RecordProgress(record, publisherOf(ctx), ctx.now, withoutStaleError);
   await progress.write({ overallStatus: "RUNNING", finished: start });
   const heartbeat = setInterval(() => {
     progress
@@ -88,34 +89,11 @@ function defaultRequest(ctx: RegulationsContext, options: RunOptions, request: P
   return runPrivacyRequest(ctx.sql, ctx.kafka, ctx.config, request, ctx.log, timing);
 }
 
-/**
- * The states of one regulation as they are published: each write is the latest state with a
- * change and a new `updatedAt` (`error` only on FAILED), sent after the writes before it, so the
- * topic holds them in the order they were made.
- */
-class Progress {
-  private current: RegulationRecord;
-  private chain: Promise<unknown> = Promise.resolve();
-  private readonly publish: (records: RegulationRecord[]) => Promise<void>;
-
-  constructor(
-    private readonly ctx: RegulationsContext,
-    record: RegulationRecord,
-  ) {
-    this.current = record;
-    this.publish = publisherOf(ctx);
-  }
-
-  /** Publishes the current state changed by `change`; resolves with it once acknowledged. */
-  write(change: Partial<Pick<RegulationRecord, "overallStatus" | "finished" | "error">>): Promise<RegulationRecord> {
-    const { error: _error, ...rest } = this.current;
-    const next: RegulationRecord = { ...rest, ...change, updatedAt: this.ctx.now().toISOString() };
-    if (next.overallStatus !== "FAILED") delete next.error;
-    this.current = next;
-    const sent = this.chain.then(() => this.publish([next]));
-    this.chain = sent.catch(() => {});
-    return sent.then(() => next);
-  }
+/** A regulation's state as published: `error` only on FAILED. */
+function withoutStaleError(record: RegulationRecord): RegulationRecord {
+  if (record.overallStatus === "FAILED") return record;
+  const { error: _error, ...rest } = record;
+  return rest;
 }
 
 /** How long an INITIALIZED or RUNNING regulation goes unchanged before `resume` takes it as its process's death, ms. */
@@ -139,60 +117,33 @@ export const REGULATION_STALE_MS = 10 * 60_000;
  * regulation stays on the topic as it was, for a later resume.
  */
 export class RegulationRunner {
-  private readonly queue: RegulationRecord[] = [];
-  /** regulateIds queued or running here. */
-  private readonly held = new Set<string>();
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly runner: BackgroundRunner<RegulationRecord>;
 
   constructor(
     private readonly ctx: RegulationsContext,
     private readonly staleMs = REGULATION_STALE_MS,
-  ) {}
+  ) {
+    this.runner = new BackgroundRunner({ run: (r) => runRegulation(ctx, r), idOf: (r) => r.regulateId, log: ctx.log, what: "regulation" });
+  }
 
   /** Queues `record` to run after those before it; false (not queued) when stopped or already held here. */
   enqueue(record: RegulationRecord): boolean {
-    if (this.stopped || this.held.has(record.regulateId)) return false;
-    this.held.add(record.regulateId);
-    this.queue.push(record);
-    this.running ??= this.drain();
-    return true;
+    return this.runner.enqueue(record);
   }
 
   /** Queues the stale INITIALIZED or RUNNING regulations of `book` (see the class comment), oldest first; returns them. */
   resume(book: AdminBook): RegulationRecord[] {
-    const now = this.ctx.now().getTime();
-    const stale = [...book.regulations.values()]
-      .filter((r) => (r.overallStatus === "INITIALIZED" || r.overallStatus === "RUNNING") && now - Date.parse(r.updatedAt) > this.staleMs)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-    return stale.filter((r) => this.enqueue(r));
+    const active = (r: RegulationRecord) => r.overallStatus === "INITIALIZED" || r.overallStatus === "RUNNING";
+    return staleRecords(book.regulations.values(), active, this.ctx.now().getTime(), this.staleMs).filter((r) => this.enqueue(r));
   }
 
   /** Resolves once nothing is queued or running here. */
-  async idle(): Promise<void> {
-    while (this.running !== undefined) await this.running;
+  idle(): Promise<void> {
+    return this.runner.idle();
   }
 
   /** Takes no more; waits for the running regulation to end. Those still queued stay as the topic has them, for a later resume. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.queue.length = 0;
-    await this.idle();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      for (let record = this.queue.shift(); record !== undefined; record = this.queue.shift()) {
-        try {
-          await runRegulation(this.ctx, record);
-        } catch (error) {
-          this.ctx.log.error({ err: error, regulateId: record.regulateId }, "a regulation could not be published; left for a later resume");
-        } finally {
-          this.held.delete(record.regulateId);
-        }
-      }
-    } finally {
-      this.running = undefined;
-    }
+  stop(): Promise<void> {
+    return this.runner.stop();
   }
 }

@@ -31,6 +31,7 @@ import {
   type ReplayRange,
   type ReplayRawRow,
 } from "../../schemas/clickhouse/replay";
+import type { RangeReplayCounts } from "../../schemas/admin/records";
 import type { WebhookDestination } from "../../schemas/destinations";
 import { followSuppressions } from "../../schemas/privacy/follower";
 import { PrivacyList } from "../../schemas/privacy/list";
@@ -39,7 +40,7 @@ import { retryDelayMs } from "../../sink/deliver/answer";
 import type { DeliveryMessage } from "../../sink/deliver/message";
 import { closeConnections, type PostSettings } from "../../sink/deliver/post";
 import { planRequests, suppressed, type FetchedRecord } from "../../sink/deliver/request";
-import { destinationFor, insertFailures, REPLAY_RATE, send, type DeliveriesSettings } from "./deliveries";
+import { destinationFor, insertFailures, REPLAY_RATE, send, type DeliveriesSettings, type OpenedDestination } from "./deliveries";
 import type { Output } from "./destinations";
 
 /** Rows read from ClickHouse at a time. */
@@ -90,16 +91,8 @@ export function replayOptionsOf(args: string[]): { ok: true; options: ReplayOpti
   return { ok: true, options: { fromMs, toMs, ...(after ? { after } : {}), rate, maxWaitMs: maxWaitS * 1000 } };
 }
 
-/** A replay's counts: messages delivered, kept as failures, skipped by the destination's rules or privacy. */
-export interface ReplayCounts {
-  read: number;
-  delivered: number;
-  failed: number;
-  skipped: number;
-}
-
 /** The progress line: a bar of `total` (20 cells), the counts, and the position to resume from. */
-export function progressLine(counts: ReplayCounts, total: number, position: ReplayPosition | undefined): string {
+export function progressLine(counts: RangeReplayCounts, total: number, position: ReplayPosition | undefined): string {
   const share = total === 0 ? 1 : Math.min(1, counts.read / total);
   const cells = Math.round(share * 20);
   const bar = `[${"#".repeat(cells)}${"-".repeat(20 - cells)}] ${Math.floor(share * 100)}%`;
@@ -129,8 +122,18 @@ export interface ReplayDeps {
   post: PostSettings;
   /** Writes failure rows to delivery_failures. */
   keep: (rows: DeliveryFailureRow[]) => Promise<void>;
-  io: Output;
+  /** Told after each request and each page: the counts so far and the position reached. */
+  progress: (counts: RangeReplayCounts, position: ReplayPosition | undefined) => void;
+  /** The destination and its secret as they are now, read before each page (undefined: removed); absent, those given are kept throughout. */
+  refresh?: () => Promise<OpenedDestination | undefined>;
+  /** Ends the run between two attempts (its process stops): it answers `stopped`. */
+  signal?: AbortSignal;
 }
+
+/** How a replay ended: every message of the range settled (delivered, kept as a failure, skipped), or stopped and why. */
+export type ReplayEnd =
+  | { outcome: "finished"; counts: RangeReplayCounts; position?: ReplayPosition }
+  | { outcome: "stopped"; reason: string; counts: RangeReplayCounts; position?: ReplayPosition };
 
 type Settled =
   | { outcome: "delivered" | "suppressed" }
@@ -147,6 +150,7 @@ async function settle(
 ): Promise<Settled> {
   const firstMs = Date.now();
   for (let attempt = 1; ; attempt++) {
+    if (deps.signal?.aborted) return { outcome: "stopped", reason: "its process stopped" };
     const left = messages.filter((m) => !suppressed(deps.privacy, d.workspaceId, m));
     if (left.length === 0) return { outcome: "suppressed" };
     const { verdict, status, answer } = await send(d, left, secret, deps.post);
@@ -155,40 +159,44 @@ async function settle(
     const wait = retryDelayMs(attempt, verdict.retryAfterMs);
     if (Date.now() + wait - firstMs > maxWaitMs)
       return { outcome: "stopped", reason: `${verdict.reason} for ${Math.round((Date.now() - firstMs) / 1000)} s` };
-    await sleep(wait);
+    await sleep(wait, deps.signal);
   }
 }
 
-/** Runs a replay of `d` (see the module comment); resolves with the exit code. Throws what ClickHouse throws. */
+/**
+ * Replays `options`' range of `d`'s workspace to `d` (see the module comment), telling
+ * `deps.progress` as it goes; how it ended. Stops (answers `stopped`, with the position to resume
+ * from) when a request was retried for `maxWaitMs`, the destination was removed or moved to
+ * another workspace (`refresh`), or `signal` aborted. Throws what ClickHouse throws.
+ */
 export async function replayRange(
   d: WebhookDestination,
-  secret: string | undefined,
+  opened: string | undefined,
   options: ReplayOptions,
-  total: number,
   deps: ReplayDeps,
-): Promise<number> {
+): Promise<ReplayEnd> {
   const range: ReplayRange = { workspaceId: d.workspaceId, fromMs: options.fromMs, toMs: options.toMs };
-  const counts: ReplayCounts = { read: 0, delivered: 0, failed: 0, skipped: 0 };
+  const counts: RangeReplayCounts = { read: 0, delivered: 0, failed: 0, skipped: 0 };
   let position = options.after;
-  const show = () => deps.io.err(`\r${progressLine(counts, total, position)}`);
+  let current = d;
+  let secret = opened;
+  const stopped = (reason: string): ReplayEnd => ({ outcome: "stopped", reason, counts, ...(position ? { position } : {}) });
   for (;;) {
+    const now = deps.refresh === undefined ? { destination: current, secret } : await deps.refresh();
+    if (now === undefined || now.destination.workspaceId !== range.workspaceId) return stopped("the destination was removed");
+    ({ destination: current, secret } = now);
     const page = await readReplayPage(deps.sql, deps.dialect, deps.where, range, position);
     if (page.length === 0) break;
     const records: FetchedRecord[] = page.map((p, i) => ({ offset: String(i), value: Buffer.from(JSON.stringify(p.row)) }));
-    const plan = planRequests(d, records, deps.privacy);
+    const plan = planRequests(current, records, deps.privacy);
     counts.skipped += [...plan.skipped.values()].reduce((a, b) => a + b, 0);
     let done = 0;
     for (const request of plan.requests) {
       const started = Date.now();
-      const settled = await settle(d, request.messages, secret, deps, options.maxWaitMs);
-      if (settled.outcome === "stopped") {
-        deps.io.err(
-          `\nreplay ${d.destinationId}: stopped, ${settled.reason}; resume with --after ${position === undefined ? "(none: start again)" : positionText(position)}\n`,
-        );
-        return 1;
-      }
+      const settled = await settle(current, request.messages, secret, deps, options.maxWaitMs);
+      if (settled.outcome === "stopped") return stopped(settled.reason);
       if (settled.outcome === "failed") {
-        await deps.keep(failureRows(d, request.messages, settled, Date.now()));
+        await deps.keep(failureRows(current, request.messages, settled, Date.now()));
         counts.failed += request.messages.length;
       } else if (settled.outcome === "suppressed") counts.skipped += request.messages.length;
       else counts.delivered += request.messages.length;
@@ -196,19 +204,15 @@ export async function replayRange(
       counts.read += last + 1 - done;
       done = last + 1;
       position = page[last].position;
-      show();
-      await sleep(Math.max(0, 1000 / options.rate - (Date.now() - started)));
+      deps.progress(counts, position);
+      await sleep(Math.max(0, 1000 / options.rate - (Date.now() - started)), deps.signal);
     }
     counts.read += page.length - done;
     position = page.at(-1)!.position;
-    show();
+    deps.progress(counts, position);
+    if (deps.signal?.aborted) return stopped("its process stopped");
   }
-  show();
-  deps.io.err("\n");
-  deps.io.out(
-    `${counts.delivered} delivered\t${counts.failed} failed\t${counts.skipped} skipped\tposition ${position === undefined ? "start" : positionText(position)}\n`,
-  );
-  return counts.failed === 0 ? 0 : 1;
+  return { outcome: "finished", counts, ...(position ? { position } : {}) };
 }
 
 /**
@@ -245,7 +249,19 @@ export async function replayCommand(
     const range = { workspaceId: d.workspaceId, fromMs: parsed.options.fromMs, toMs: parsed.options.toMs };
     const total = await countOf(sql, replayCountQuery(dialect, where.database, where.table, range));
     const keep = (rows: DeliveryFailureRow[]) => insertFailures(c.client, settings.database, rows);
-    return await replayRange(d, found.secret, parsed.options, total, { sql, dialect, where, privacy, post: settings.post, keep, io: c.io });
+    const progress = (counts: RangeReplayCounts, position: ReplayPosition | undefined) =>
+      c.io.err(`\r${progressLine(counts, total, position)}`);
+    const end = await replayRange(d, found.secret, parsed.options, { sql, dialect, where, privacy, post: settings.post, keep, progress });
+    const at = end.position === undefined ? "start" : positionText(end.position);
+    if (end.outcome === "stopped") {
+      const resume = end.position === undefined ? "(none: start again)" : at;
+      c.io.err(`\nreplay ${d.destinationId}: stopped, ${end.reason}; resume with --after ${resume}\n`);
+      return 1;
+    }
+    progress(end.counts, end.position);
+    c.io.err("\n");
+    c.io.out(`${end.counts.delivered} delivered\t${end.counts.failed} failed\t${end.counts.skipped} skipped\tposition ${at}\n`);
+    return end.counts.failed === 0 ? 0 : 1;
   } finally {
     closeConnections();
     await following.stop();

@@ -1,7 +1,7 @@
 /**
  * What the admin topic holds now (schemas/admin/records.ts), as every ingest and the CLI see it
  * after reading it: keys, tokens, when each key was last used, regulations, the delivery processes'
- * reports of their destinations' health. `apply` takes the
+ * reports of their destinations' health, destinations' replays. `apply` takes the
  * topic's records in order; a tombstone or a record that is not one removes what its key held.
  * `followAdmin` reads the topic whole, then follows it (schemas/kafka/follow.ts). Pure but for
  * the follower.
@@ -17,6 +17,7 @@ import {
   type DestinationHealthRecord,
   type KeyRecord,
   type RegulationRecord,
+  type ReplayRecord,
   type TokenRecord,
 } from "./records";
 
@@ -27,6 +28,7 @@ export class AdminBook {
   /** sha256 -> last use, ms since the epoch. */
   readonly keysUsed = new Map<string, number>();
   readonly regulations = new Map<string, RegulationRecord>();
+  readonly replays = new Map<string, ReplayRecord>();
   /** destinationId -> instanceId -> that delivery process's latest report, fresh or not. */
   readonly destinationHealth = new Map<string, Map<string, DestinationHealthRecord>>();
   private readonly listeners: (() => void)[] = [];
@@ -40,10 +42,12 @@ export class AdminBook {
       else if (kind === "token") this.tokens.delete(id);
       else if (kind === "key-used") this.keysUsed.delete(id);
       else if (kind === "regulation") this.regulations.delete(id);
+      else if (kind === "replay") this.replays.delete(id);
       else if (kind === "destination-health") this.forgetHealth(id);
     } else if (record.kind === "key") this.keys.set(id, record);
     else if (record.kind === "token") this.tokens.set(id, record);
     else if (record.kind === "regulation") this.regulations.set(id, record);
+    else if (record.kind === "replay") this.replays.set(id, record);
     else if (record.kind === "destination-health") this.keepHealth(record);
     else {
       // Several ingests write these: keep the latest time, whatever order they arrive in.
@@ -66,6 +70,17 @@ export class AdminBook {
   /** Every delivery process's latest report of `destinationId`, stale ones included (the reader judges their age). */
   healthReports(destinationId: string): DestinationHealthRecord[] {
     return [...(this.destinationHealth.get(destinationId)?.values() ?? [])];
+  }
+
+  /**
+   * The topic keys of the health reports made more than `olderThanMs` before `nowMs`: those of a
+   * delivery process killed before it could remove its own (a clean stop writes tombstones).
+   */
+  staleHealthKeys(nowMs: number, olderThanMs: number): string[] {
+    return [...this.destinationHealth.values()]
+      .flatMap((reports) => [...reports.values()])
+      .filter((r) => nowMs - Date.parse(r.at) > olderThanMs)
+      .map((r) => adminKey(r));
   }
 
   private keepHealth(record: DestinationHealthRecord): void {

@@ -8,6 +8,7 @@
  *   regulation:<id>      a deletion or suppression request and its progress (RegulationRecord)
  *   destination-health:<destinationId>:<instanceId>
  *                        what one delivery process reported of a destination (DestinationHealthRecord)
+ *   replay:<id>          a destination's replay of a time range and its progress (ReplayRecord)
  * Secrets are never on the topic: keys and tokens are held as the SHA-256 of their text, which
  * is 256 random bits, so the digest cannot be turned back. A revoked key or token keeps its record
  * (with `revokedAt`), so a key of the keys file revoked here stays refused (docs/ADMIN.md) and the
@@ -100,12 +101,13 @@ export type MessageCount = number & tags.Type<"uint32">;
 
 /**
  * What one delivery process (sink/deliver/health.ts) reported of one destination it runs, written
- * every 30 s and removed (a tombstone) when it stops cleanly; a killed process's stays, so readers
- * ignore a report older than 2 minutes (deploy/admin/routes-health.ts).
+ * every 30 s and removed (a tombstone) when it stops cleanly; a killed process's stays until an
+ * ingest's sweep removes it after 10 minutes (deploy/admin/extension.ts), so readers ignore a
+ * report older than 2 minutes (deploy/admin/routes-health.ts).
  */
 export interface DestinationHealthRecord {
   kind: "destination-health";
-  destinationId: string & tags.Pattern<"^[a-z0-9][a-z0-9-]{0,62}$">;
+  destinationId: DestinationId;
   workspaceId: WorkspaceId;
   instanceId: InstanceId;
   /** When it was reported. */
@@ -118,8 +120,52 @@ export interface DestinationHealthRecord {
   oldestWaitingSeconds: number & tags.Minimum<0>;
 }
 
+/** A destination's id: lower-case letters, digits and dashes, 1 to 63 characters (schemas/destinations.ts). */
+export type DestinationId = string & tags.Pattern<"^[a-z0-9][a-z0-9-]{0,62}$">;
+
+/** A replay's counts: messages read, delivered, kept as failures, skipped (the destination's rules, a deleted or suppressed user). */
+export interface RangeReplayCounts {
+  read: MessageCount;
+  delivered: MessageCount;
+  failed: MessageCount;
+  skipped: MessageCount;
+}
+
+/**
+ * A destination's replay of its workspace's stored events received in [from, to), started through
+ * the admin API, and its progress (deploy/commands/replay-run.ts): INITIALIZED, RUNNING, then
+ * FINISHED (every message delivered, kept as a failure or skipped) or FAILED (the receiver kept
+ * failing past `maxWaitSeconds`, the destination was removed, or `error` says what else).
+ * `position` is where it got to (replay-range.ts positionText): a resumed run, or a new replay
+ * given it as `after`, goes on from there.
+ */
+export interface ReplayRecord {
+  kind: "replay";
+  /** `rpl_` + 16 hex. */
+  replayId: string & tags.Pattern<"^rpl_[0-9a-f]{16}$">;
+  workspaceId: WorkspaceId;
+  destinationId: DestinationId;
+  from: IsoTime;
+  to: IsoTime;
+  /** Where it started: after this position (none: the start of the range). */
+  after?: string & tags.MaxLength<2200>;
+  /** Requests a second, at most. */
+  rate: number & tags.ExclusiveMinimum<0> & tags.Maximum<1000>;
+  /** How long one request may be retried before the replay fails, seconds. */
+  maxWaitSeconds: number & tags.Minimum<0> & tags.Maximum<86400>;
+  status: RegulationStatus;
+  /** Messages in the range when it started. */
+  total: MessageCount;
+  counts: RangeReplayCounts;
+  position?: string & tags.MaxLength<2200>;
+  error?: string & tags.MaxLength<2000>;
+  createdAt: IsoTime;
+  createdBy: Actor;
+  updatedAt: IsoTime;
+}
+
 /** Any record of the admin topic. */
-export type AdminRecord = KeyRecord | KeyUsedRecord | TokenRecord | RegulationRecord | DestinationHealthRecord;
+export type AdminRecord = KeyRecord | KeyUsedRecord | TokenRecord | RegulationRecord | DestinationHealthRecord | ReplayRecord;
 
 const isAdminRecord = typia.createIs<AdminRecord>();
 
@@ -134,6 +180,8 @@ export function adminKey(record: AdminRecord): string {
       return `regulation:${record.regulateId}`;
     case "destination-health":
       return `destination-health:${record.destinationId}:${record.instanceId}`;
+    case "replay":
+      return `replay:${record.replayId}`;
   }
 }
 

@@ -7,12 +7,21 @@
  * - every change is in the audit trail, with its actor and source, the CLI's too;
  * - a regulation made through the API deletes the user's events and its status reaches FINISHED
  *   (test/live/regulations.test.ts runs the same operation on chdb);
+ * - a replay of a time range made through the API sends each message of the range once and
+ *   reaches FINISHED; one after its position sends nothing; the CLI's replay sends the same; one
+ *   stopped with its process is left RUNNING at its position and, resumed, sends the rest once;
  * - a network past its failed attempts is answered 429, even with the right token.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- the answers are JSON of many shapes, read field by field */
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import pino from "pino";
+import type { ReplayRecord } from "../../schemas/admin/records";
+import { clickhouseConfig, kafkaConfig } from "../../schemas/config";
+import { createKafka } from "../../schemas/kafka/client";
+import { replayOf, runReplay, type ReplaysContext } from "../../deploy/commands/replay-run";
+import { Receiver } from "../support/deliveries";
 import { adminPort, basic, LiveStack, waitFor } from "../support/harness";
 
 const api = suite("admin API (live)");
@@ -131,6 +140,129 @@ api("destinations and plans: the API and the CLI see and make the same", async (
   assert.equal(shown, (await call("GET", `/admin/v1/workspaces/${WS}/plan`, OPERATOR)).body);
   assert.is(shown.version, applied.body.version);
   assert.is((await call("DELETE", `/admin/v1/workspaces/${WS}/plan`, OPERATOR)).status, 200);
+});
+
+api(
+  "a replay of a time range through the API sends the range once each and reaches FINISHED; the CLI's replay sends the same",
+  async () => {
+    const receiver = await new Receiver().start();
+    try {
+      const added = await call("POST", "/admin/v1/workspaces/ws-test/destinations", OPERATOR, { url: receiver.url, batchSize: 5 });
+      assert.is(added.status, 201, JSON.stringify(added.body));
+      const id: string = added.body.destination.destinationId;
+      const started = Date.now();
+      const listed = await call("GET", "/admin/v1/workspaces/ws-test/destinations", OPERATOR);
+      console.log(`  a destination list through the API: ${Date.now() - started} ms`);
+      assert.ok(
+        listed.body.destinations.some((d: any) => d.destinationId === id),
+        "the destination just added is listed at once",
+      );
+      const from = new Date(Date.now() - 1_000).toISOString();
+      const ids = Array.from({ length: 12 }, () => randomUUID());
+      for (const messageId of ids)
+        assert.is((await stack.post("/v1/track", { userId: "replayed", event: "Replay Test", messageId })).status, 200);
+      await waitFor("12 rows", async () => ((await stack.finalRows(ids)).length === 12 ? true : undefined));
+      const to = new Date(Date.now() + 1_000).toISOString();
+      const bad = await call("POST", `/admin/v1/workspaces/ws-test/destinations/${id}/replays`, OPERATOR, { from: to, to: from });
+      assert.equal([bad.status, bad.body.field], [400, "from"]);
+      const made = await call("POST", `/admin/v1/workspaces/ws-test/destinations/${id}/replays`, OPERATOR, { from, to, rate: 50 });
+      assert.is(made.status, 201, JSON.stringify(made.body));
+      assert.is(made.body.status, "INITIALIZED");
+      const path = `/admin/v1/workspaces/ws-test/destinations/${id}/replays/${made.body.replayId}`;
+      const done = await waitFor("FINISHED", async () => {
+        const got = await call("GET", path, OPERATOR);
+        assert.not.equal(got.body.status, "FAILED", JSON.stringify(got.body));
+        return got.body.status === "FINISHED" ? got.body : undefined;
+      });
+      console.log(
+        `  replay FINISHED ${Date.parse(done.updatedAt) - Date.parse(done.createdAt)} ms after creation: ${JSON.stringify(done.counts)}`,
+      );
+      assert.equal([done.total, done.counts], [12, { read: 12, delivered: 12, failed: 0, skipped: 0 }]);
+      assert.equal(receiver.count(ids), { sent: 12, delivered: 12, duplicates: 0, extra: 0 });
+      assert.is(receiver.messages, 12, "nothing outside the range");
+      // Going on after the position it reached sends nothing more.
+      const after = await call("POST", `/admin/v1/workspaces/ws-test/destinations/${id}/replays`, OPERATOR, {
+        from,
+        to,
+        after: done.position,
+      });
+      assert.is(after.status, 201, JSON.stringify(after.body));
+      const rest = await waitFor("the second FINISHED", async () => {
+        const got = await call("GET", `/admin/v1/workspaces/ws-test/destinations/${id}/replays/${after.body.replayId}`, OPERATOR);
+        return got.body.status === "FINISHED" ? got.body : undefined;
+      });
+      assert.equal([rest.counts.read, receiver.messages], [0, 12]);
+      const list = (await call("GET", `/admin/v1/workspaces/ws-test/destinations/${id}/replays`, OPERATOR)).body.replays;
+      assert.equal(
+        list.map((r: any) => r.replayId),
+        [after.body.replayId, made.body.replayId],
+      );
+      assert.is((await call("GET", path.replace("ws-test", OTHER), OPERATOR)).status, 404, "not under another workspace's path");
+      // The CLI's replay of the same range: the same run in the foreground, each message once more.
+      const fromCli = await cli("destinations", "replay", id, "--from", from, "--to", to, "--rate", "50");
+      assert.is(fromCli.code, 0, fromCli.out);
+      assert.match(fromCli.out, /12 delivered\t0 failed\t0 skipped/);
+      assert.equal(receiver.count(ids).extra, 12);
+    } finally {
+      await receiver.close();
+    }
+  },
+);
+
+api("a replay stopped with its process is left RUNNING at its position; resumed, it sends the rest, each message once", async () => {
+  const receiver = await new Receiver().start();
+  receiver.delayMs = 150;
+  const kafka = createKafka(kafkaConfig(stack.env), "test-replay-run");
+  try {
+    const added = await call("POST", "/admin/v1/workspaces/ws-test/destinations", OPERATOR, { url: receiver.url, batchSize: 1 });
+    const destinationId: string = added.body.destination.destinationId;
+    const from = new Date(Date.now() - 1_000).toISOString();
+    const ids = Array.from({ length: 10 }, () => randomUUID());
+    for (const messageId of ids) await stack.post("/v1/track", { userId: "resumed", event: "Replay Test", messageId });
+    await waitFor("10 rows", async () => ((await stack.finalRows(ids)).length === 10 ? true : undefined));
+    const ch = clickhouseConfig(stack.env);
+    const published: ReplayRecord[] = [];
+    const ctx: ReplaysContext = {
+      kafka,
+      settings: {
+        kafka: kafkaConfig(stack.env),
+        allowLinkLocal: false,
+        env: stack.env,
+        post: { timeoutMs: 5_000, maxAnswerBytes: 65_536, allowLinkLocal: false },
+        database: ch.database,
+        table: ch.table,
+      },
+      client: stack.ch,
+      log: pino({ level: "silent" }),
+      now: () => new Date(),
+      publish: async (records) => void published.push(...records),
+      progressEveryMs: 0,
+    };
+    const made = replayOf(
+      { from, to: new Date(Date.now() + 1_000).toISOString(), rate: 1000 },
+      "ws-test",
+      destinationId,
+      "operator",
+      new Date(),
+    );
+    if (!made.ok) throw new Error(made.error);
+    const abort = new AbortController();
+    const running = runReplay(ctx, made.value, abort.signal);
+    await waitFor("3 delivered", async () => (receiver.messages >= 3 ? true : undefined));
+    abort.abort();
+    const left = await running;
+    assert.is(left.status, "RUNNING", JSON.stringify(left));
+    assert.ok(left.position, "its position is kept");
+    assert.ok(left.counts.delivered >= 3 && left.counts.delivered < 10, JSON.stringify(left.counts));
+    assert.is(left.counts.delivered, receiver.messages, "the position counts exactly what was delivered");
+    const resumed = await runReplay(ctx, left);
+    assert.is(resumed.status, "FINISHED", JSON.stringify(resumed));
+    assert.equal([resumed.total, resumed.counts], [10, { read: 10, delivered: 10, failed: 0, skipped: 0 }]);
+    assert.equal(receiver.count(ids), { sent: 10, delivered: 10, duplicates: 0, extra: 0 });
+    console.log(`  stopped after ${left.counts.delivered} of 10; resumed from ${left.position}: ${receiver.messages} deliveries in all`);
+  } finally {
+    await receiver.close();
+  }
 });
 
 api("a workspace token: its own workspace served, every other workspace's route and every operator route 403", async () => {

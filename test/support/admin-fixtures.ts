@@ -1,9 +1,10 @@
 /**
  * Fixtures shared by the unit tests of the admin API's era: the admin topic's records (a key, a
  * token, a regulation) and a book holding them, a webhook destination, a Kafka whose producer()
- * throws, a stand-in context for regulations that reaches no server, and the call an
+ * throws, stand-in contexts for replays and regulations that reach no server, and the call an
  * admin route is handled with. Each builder takes what its tests vary; the rest is fixed here.
  */
+import type { ClickHouseClient } from "@clickhouse/client";
 import type { Kafka } from "kafkajs";
 import pino from "pino";
 import { AdminBook } from "../../schemas/admin/book";
@@ -17,11 +18,13 @@ import {
   type TokenScope,
 } from "../../schemas/admin/records";
 import type { Sql } from "../../schemas/clickhouse/client";
+import { kafkaConfig } from "../../schemas/config";
 import type { WebhookDestination } from "../../schemas/destinations";
 import { sha256 } from "../../ingest/admission/keys";
 import type { AdminCall } from "../../deploy/admin/routes";
 import type { PrivacyReport, PrivacyRequest } from "../../deploy/commands/privacy";
 import type { RegulationsContext } from "../../deploy/commands/regulations";
+import type { ReplaysContext } from "../../deploy/commands/replay-run";
 import { privacyConfig } from "../../deploy/setup/config";
 
 /** When the admin records below are made, unless told otherwise. */
@@ -108,6 +111,27 @@ export function kafkaWithoutProducer(): Kafka {
       throw new Error("nothing may be published");
     },
   } as unknown as Kafka;
+}
+
+/** A ReplaysContext at `now` whose destinations are `destinations` (a view from memory), publishing through `publish`; its Kafka and ClickHouse are never reached. */
+export function replaysContext(destinations: WebhookDestination[], now: Date, publish: ReplaysContext["publish"]): ReplaysContext {
+  const map = new Map(destinations.map((d) => [d.destinationId, d]));
+  return {
+    kafka: {} as Kafka,
+    settings: {
+      kafka: kafkaConfig({}),
+      allowLinkLocal: false,
+      env: {},
+      view: { current: async () => map },
+      post: { timeoutMs: 1_000, maxAnswerBytes: 1_024, allowLinkLocal: false },
+      database: "analytics",
+      table: "events",
+    },
+    client: {} as ClickHouseClient,
+    log: silent(),
+    now: () => now,
+    publish,
+  };
 }
 
 /** A RegulationsContext for USER=tester at AT whose admin topic is the array `published`; its Kafka and ClickHouse are never reached; `over` replaces. */

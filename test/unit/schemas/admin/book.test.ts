@@ -6,7 +6,13 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AdminBook } from "../../../../schemas/admin/book";
-import { adminKey, type KeyRecord, type RegulationRecord, type TokenRecord } from "../../../../schemas/admin/records";
+import {
+  adminKey,
+  type DestinationHealthRecord,
+  type KeyRecord,
+  type RegulationRecord,
+  type TokenRecord,
+} from "../../../../schemas/admin/records";
 import { AT, keyRecord, regulationRecord, tokenRecord } from "../../../support/admin-fixtures";
 
 const book = suite("admin book");
@@ -84,6 +90,34 @@ book("onKeysChange listeners run for key records only, including their removal",
   assert.equal([calls, more], [1, 1]);
   b.apply(`key:${A}`, null);
   assert.equal([calls, more], [2, 2]);
+});
+
+book("staleHealthKeys: the keys of reports older than the bound, whatever destination; a tombstone of one removes it", () => {
+  const b = new AdminBook();
+  const report = (destinationId: string, instanceId: string, at: string): DestinationHealthRecord => ({
+    kind: "destination-health",
+    destinationId,
+    workspaceId: "ws1",
+    instanceId,
+    at,
+    delivered: 1,
+    retried: 0,
+    failed: 0,
+    oldestWaitingSeconds: 0,
+  });
+  const old = report("hook", "0000000000000001", "2026-11-29T11:00:00.000Z");
+  const fresh = report("hook", "0000000000000002", "2026-11-29T11:59:00.000Z");
+  const otherOld = report("other", "0000000000000003", "2026-11-29T11:49:00.000Z");
+  for (const r of [old, fresh, otherOld]) b.apply(adminKey(r), JSON.stringify(r));
+  const nowMs = Date.parse("2026-11-29T12:00:00.000Z");
+  assert.equal(b.staleHealthKeys(nowMs, 10 * 60_000).sort(), [adminKey(old), adminKey(otherOld)].sort());
+  assert.equal(b.staleHealthKeys(nowMs, 2 * 60 * 60_000), [], "none that old");
+  b.apply(adminKey(old), null);
+  assert.equal(b.staleHealthKeys(nowMs, 10 * 60_000), [adminKey(otherOld)]);
+  assert.equal(
+    b.healthReports("hook").map((r) => r.instanceId),
+    [fresh.instanceId],
+  );
 });
 
 book.run();
