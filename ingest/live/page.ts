@@ -1,9 +1,9 @@
 /**
- * The live view's page (GET /live) and its script (GET /live/page.js): no build step, nothing
- * from another host (the Content-Security-Policy of ingest/live/routes.ts allows only this
- * origin), URLs on its own origin only, so it works through `kubectl port-forward`. The token is asked in
- * a form and kept in sessionStorage (this tab only); the stream is read with fetch, which can send
- * the Authorization header (EventSource cannot). Everything a message carries is shown through
+ * The live view's page (GET /live), style sheet (/live/page.css) and script (/live/page.js): no
+ * build step, nothing from another host (ingest/live/routes.ts LIVE_CSP allows only this origin),
+ * own-origin URLs only, so it works through `kubectl port-forward`. The token is asked in a form
+ * and kept in sessionStorage (this tab only); the stream is read with fetch, which can send the
+ * Authorization header (EventSource cannot). Everything a message carries is shown through
  * textContent, never as HTML: messages come from anyone holding a browser writeKey.
  */
 
@@ -14,45 +14,7 @@ export const PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Live events</title>
-<style>
-  :root { --ok: #1a7f37; --bad: #cf222e; --muted: #59636e; --line: #d1d9e0; --bg: #f6f8fa; }
-  * { box-sizing: border-box; }
-  body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; }
-  header { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid var(--line); padding: 8px 16px; }
-  h1 { font-size: 16px; margin: 0 12px 0 0; display: inline-block; }
-  form, .bar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 4px 0; }
-  input, select, button { font: inherit; padding: 3px 6px; border: 1px solid var(--line); border-radius: 4px; background: #fff; }
-  input[name=event], input[name=userId], input[name=anonymousId] { width: 11em; }
-  button { cursor: pointer; background: var(--bg); }
-  button.primary { background: #0969da; color: #fff; border-color: #0969da; }
-  #status { color: var(--muted); }
-  #status.live::before { content: "\\25CF "; color: var(--ok); }
-  #status.down::before { content: "\\25CF "; color: var(--bad); }
-  .counts span { display: inline-block; padding: 0 6px; margin-right: 4px; border-radius: 10px; background: var(--bg); border: 1px solid var(--line); }
-  .counts .refused { color: var(--bad); border-color: var(--bad); }
-  main { padding: 0 16px 16px; }
-  table { width: 100%; border-collapse: collapse; table-layout: fixed; }
-  th { text-align: left; font-weight: 600; color: var(--muted); border-bottom: 1px solid var(--line); padding: 6px 4px; }
-  td { padding: 5px 4px; border-bottom: 1px solid #eef1f4; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-  tr.item { cursor: pointer; }
-  tr.item:hover { background: var(--bg); }
-  tr.refused td:first-child { border-left: 3px solid var(--bad); }
-  tr.accepted td:first-child { border-left: 3px solid var(--ok); } tr.delivery td:first-child { border-left: 3px dashed #0969da; }
-  .badge { font-size: 12px; padding: 0 6px; border-radius: 10px; color: #fff; }
-  .badge.accepted, .badge.delivered { background: var(--ok); } .badge.retry { background: #9a6700; }
-  .badge.refused, .badge.failed { background: var(--bad); }
-  td.mono, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
-  tr.detail td { white-space: normal; background: var(--bg); }
-  pre { margin: 4px 0; white-space: pre-wrap; word-break: break-all; max-height: 360px; overflow: auto; }
-  ul.reasons { color: var(--bad); margin: 4px 0; }
-  #empty { color: var(--muted); padding: 24px 4px; }
-  col.time { width: 88px; } col.status { width: 86px; } col.type { width: 76px; } col.user { width: 22%; } col.lib { width: 200px; }
-  .reason { color: var(--bad); font-size: 12px; }
-  .muted { color: var(--muted); } .counts { min-height: 22px; }
-  header.paused { background: #fff8c5; }
-  #paused { display: none; font-weight: 600; color: #7d4e00; }
-  header.paused #paused { display: inline; }
-</style>
+<link rel="stylesheet" href="/live/page.css">
 </head>
 <body>
 <header>
@@ -90,6 +52,45 @@ export const PAGE_HTML = `<!doctype html>
 <script src="/live/page.js"></script>
 </body>
 </html>
+`;
+
+/** The page's style sheet (GET /live/page.css): a file of its own, so the CSP allows no inline style. */
+export const PAGE_CSS = `  :root { --ok: #1a7f37; --bad: #cf222e; --muted: #59636e; --line: #d1d9e0; --bg: #f6f8fa; }
+  * { box-sizing: border-box; }
+  body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; }
+  header { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid var(--line); padding: 8px 16px; }
+  h1 { font-size: 16px; margin: 0 12px 0 0; display: inline-block; }
+  form, .bar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 4px 0; }
+  input, select, button { font: inherit; padding: 3px 6px; border: 1px solid var(--line); border-radius: 4px; background: #fff; }
+  input[name=event], input[name=userId], input[name=anonymousId] { width: 11em; }
+  button { cursor: pointer; background: var(--bg); }
+  button.primary { background: #0969da; color: #fff; border-color: #0969da; }
+  #status { color: var(--muted); }
+  #status.live::before { content: "\\25CF "; color: var(--ok); }
+  #status.down::before { content: "\\25CF "; color: var(--bad); }
+  .counts span { display: inline-block; padding: 0 6px; margin-right: 4px; border-radius: 10px; background: var(--bg); border: 1px solid var(--line); }
+  .counts .refused { color: var(--bad); border-color: var(--bad); }
+  main { padding: 0 16px 16px; }
+  table { width: 100%; border-collapse: collapse; table-layout: fixed; }
+  th { text-align: left; font-weight: 600; color: var(--muted); border-bottom: 1px solid var(--line); padding: 6px 4px; }
+  td { padding: 5px 4px; border-bottom: 1px solid #eef1f4; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+  tr.item { cursor: pointer; }
+  tr.item:hover { background: var(--bg); }
+  tr.refused td:first-child { border-left: 3px solid var(--bad); }
+  tr.accepted td:first-child { border-left: 3px solid var(--ok); } tr.delivery td:first-child { border-left: 3px dashed #0969da; }
+  .badge { font-size: 12px; padding: 0 6px; border-radius: 10px; color: #fff; }
+  .badge.accepted, .badge.delivered { background: var(--ok); } .badge.retry { background: #9a6700; }
+  .badge.refused, .badge.failed { background: var(--bad); }
+  td.mono, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
+  tr.detail td { white-space: normal; background: var(--bg); }
+  pre { margin: 4px 0; white-space: pre-wrap; word-break: break-all; max-height: 360px; overflow: auto; }
+  ul.reasons { color: var(--bad); margin: 4px 0; }
+  #empty { color: var(--muted); padding: 24px 4px; }
+  col.time { width: 88px; } col.status { width: 86px; } col.type { width: 76px; } col.user { width: 22%; } col.lib { width: 200px; }
+  .reason { color: var(--bad); font-size: 12px; }
+  .muted { color: var(--muted); } .counts { min-height: 22px; }
+  header.paused { background: #fff8c5; }
+  #paused { display: none; font-weight: 600; color: #7d4e00; } header.paused #paused { display: inline; }
 `;
 
 /** The page's script (plain ES2020, no template literals: this file holds it in one). */

@@ -25,7 +25,7 @@ import type { IngestMetrics } from "../metrics";
 import type { AdminGuard } from "../http/admin";
 import { mayAccess, type Principal } from "../admission/tokens";
 import type { LiveFilter } from "./items";
-import { PAGE_HTML, PAGE_SCRIPT } from "./page";
+import { PAGE_CSS, PAGE_HTML, PAGE_SCRIPT } from "./page";
 import type { LiveThread } from "./thread";
 
 /** Items /live/recent returns at most, and what a new viewer is sent first. */
@@ -37,6 +37,14 @@ export const VIEWER_BUFFER_BYTES = 1024 * 1024;
 
 /** Retry-After of a /live/recent call over LIVE_MAX_RECENT, and of a stream over LIVE_MAX_VIEWERS, s. */
 export const RETRY_AFTER_SECONDS = { recent: 1, viewers: 5 };
+
+/**
+ * The live view's Content-Security-Policy, on the page and its files: only this origin's script
+ * and style sheet, no inline script or style, nothing framed, no form sent anywhere (the admin
+ * pages' own, deploy/admin/pages.ts).
+ */
+export const LIVE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** What the live routes need. */
 export interface LiveDeps {
@@ -58,20 +66,17 @@ export interface LiveDeps {
 export function liveRouter(deps: LiveDeps): Router {
   const router = new Router();
   const authorized = deps.guard;
-  router.get("/live", (ctx) => {
-    ctx.type = "text/html; charset=utf-8";
-    ctx.set(
-      "Content-Security-Policy",
-      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
-    );
+  const serve = (type: string, body: string) => (ctx: Koa.Context) => {
+    ctx.type = type;
+    ctx.set("Content-Security-Policy", LIVE_CSP);
+    ctx.set("X-Content-Type-Options", "nosniff");
+    ctx.set("Referrer-Policy", "no-referrer");
     ctx.set("Cache-Control", "no-store");
-    ctx.body = PAGE_HTML;
-  });
-  router.get("/live/page.js", (ctx) => {
-    ctx.type = "text/javascript; charset=utf-8";
-    ctx.set("Cache-Control", "no-store");
-    ctx.body = PAGE_SCRIPT;
-  });
+    ctx.body = body;
+  };
+  router.get("/live", serve("text/html; charset=utf-8", PAGE_HTML));
+  router.get("/live/page.css", serve("text/css; charset=utf-8", PAGE_CSS));
+  router.get("/live/page.js", serve("text/javascript; charset=utf-8", PAGE_SCRIPT));
   router.get("/live/workspaces", (ctx) => {
     const principal = authorized(ctx);
     if (principal === undefined) return;

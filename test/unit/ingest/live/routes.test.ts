@@ -12,7 +12,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LiveFeed, sseFrame } from "../../../../ingest/live/feed";
 import type { LiveFilter, LiveItem, LiveRecord } from "../../../../ingest/live/items";
-import { liveRouter } from "../../../../ingest/live/routes";
+import { LIVE_CSP, liveRouter } from "../../../../ingest/live/routes";
 import type { LiveWatcher } from "../../../../ingest/live/thread";
 import { adminGuard, metricsApp } from "../../../../ingest/http/admin";
 import { AdminTokens, FailedAttempts } from "../../../../ingest/admission/tokens";
@@ -257,6 +257,29 @@ routes("the page: no asset from another host, a policy that allows only this ori
   const script = await (await get("/live/page.js", {})).text();
   assert.not.match(script, /https?:\/\//);
   assert.not.match(script, "innerHTML", "message content never becomes markup");
+});
+
+routes("the page, its style sheet and its script: the strict policy (no inline style or script), nosniff, no referrer", async () => {
+  const html = await (await get("/live", {})).text();
+  assert.not.match(html, /<style|style=/, "no inline style: the policy would refuse it");
+  assert.match(html, '<link rel="stylesheet" href="/live/page.css">');
+  for (const [path, type] of [
+    ["/live", "text/html"],
+    ["/live/page.css", "text/css"],
+    ["/live/page.js", "text/javascript"],
+  ] as const) {
+    const answer = await get(path, {});
+    assert.is(answer.status, 200, path);
+    assert.match(answer.headers.get("content-type") ?? "", type, path);
+    const csp = answer.headers.get("content-security-policy") ?? "";
+    assert.is(csp, LIVE_CSP, path);
+    assert.not.match(csp, "unsafe-inline", path);
+    assert.not.match(csp, "data:", path);
+    assert.match(csp, "frame-ancestors 'none'", path);
+    assert.is(answer.headers.get("x-content-type-options"), "nosniff", path);
+    assert.is(answer.headers.get("referrer-policy"), "no-referrer", path);
+  }
+  assert.match(await (await get("/live/page.css", {})).text(), "box-sizing", "the page's rules");
 });
 
 routes.run();
